@@ -1,0 +1,227 @@
+"""Teach Ray Serve LLM the npu kind, one Ray module at a time.
+
+Each ``_patch_*`` function takes one Ray module, right after it is imported
+(through the import hook of :mod:`ray_serve_npu_autoload`) or later (when
+``ray_serve_npu`` is imported after Ray Serve LLM). Every function is
+idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Annotated, Any, Optional, Union, get_args
+
+from pydantic import BaseModel, Field
+
+import ray_serve_npu_autoload
+from ray_serve_npu import accelerators as npu
+
+logger = logging.getLogger(__name__)
+
+ACCELERATORS = "ray.llm._internal.serve.core.configs.accelerators"
+LLM_CONFIG = "ray.llm._internal.serve.core.configs.llm_config"
+VLLM_MODELS = "ray.llm._internal.serve.engines.vllm.vllm_models"
+LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
+
+_PATCHED = "__ray_serve_npu_patched__"
+
+
+def _widened_accelerator_union(ray_union: Any) -> Any:
+    """Ray's discriminated union of accelerator configs, plus :class:`NPUConfig`."""
+    members = get_args(get_args(ray_union)[0])
+    if npu.NPUConfig in members:
+        return ray_union
+    return Annotated[Union[(*members, npu.NPUConfig)], Field(discriminator="kind")]  # noqa: UP007
+
+
+AnyAcceleratorConfig = _widened_accelerator_union(npu.ray_accelerators.AnyAcceleratorConfig)
+
+#: Module-level names that the Ray modules bind at import, and their npu-aware values.
+_MODULE_NAMES: dict[str, Any] = {
+    "AnyAcceleratorConfig": AnyAcceleratorConfig,
+    "AcceleratorType": npu.AcceleratorType,
+    "infer_hardware_kind_from_bundles": npu.infer_hardware_kind_from_bundles,
+}
+
+#: The pydantic fields that hold those types, and the annotation each must have.
+_FIELD_ANNOTATIONS: dict[str, Any] = {
+    "accelerator_config": Optional[AnyAcceleratorConfig],  # noqa: UP045
+    "accelerator_type": Optional[npu.AcceleratorType],  # noqa: UP045
+}
+
+
+def _rebind_module_names(module: ModuleType) -> None:
+    for name, value in _MODULE_NAMES.items():
+        if name in vars(module):
+            setattr(module, name, value)
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    found: list[type] = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_all_subclasses(sub)]
+    return found
+
+
+def _widen_fields(model: type[BaseModel]) -> bool:
+    """Give ``model`` and its subclasses the npu-aware field types; return whether any changed."""
+    changed = False
+    for cls in [model, *_all_subclasses(model)]:
+        cls_changed = False
+        for name, annotation in _FIELD_ANNOTATIONS.items():
+            field = cls.model_fields.get(name)
+            if field is None or field.annotation == annotation:
+                continue
+            # LLMConfig keeps accelerator_type a plain string; only enum fields widen.
+            if name == "accelerator_type" and "AcceleratorType" not in repr(field.annotation):
+                continue
+            field.annotation = annotation
+            cls_changed = True
+        if cls_changed:
+            cls.model_rebuild(force=True)
+            changed = True
+    return changed
+
+
+def _rebuild_models_that_embed_configs() -> None:
+    """Rebuild loaded Serve LLM models that embed an LLMConfig (LLMServingArgs, ...).
+
+    pydantic copies a nested model's schema into the outer model when the outer
+    one is built, so models built before the fields widened keep the old union.
+    """
+    for cls in _all_subclasses(BaseModel):
+        if cls.__module__.startswith(("ray.llm.", "ray.serve.llm")):
+            cls.model_rebuild(force=True, raise_errors=False)
+
+
+def _patch_accelerators(module: ModuleType) -> None:
+    module.NPUConfig = npu.NPUConfig  # type: ignore[attr-defined]
+    module.NPUAccelerator = npu.NPUAccelerator  # type: ignore[attr-defined]
+    _rebind_module_names(module)
+
+
+def _patch_llm_config(module: ModuleType) -> bool:
+    _rebind_module_names(module)
+    config_cls = module.LLMConfig
+    resolve = config_cls._resolve_accelerator_config
+    check = config_cls._check_accelerator_type_matches_hardware
+
+    @functools.wraps(resolve)
+    def _resolve_accelerator_config(self: Any) -> None:
+        inferred = npu.infer_npu_config(
+            self.accelerator_config, self.accelerator_type, self.placement_group_config
+        )
+        if inferred is not None:
+            self.accelerator_config = inferred
+        resolve(self)
+
+    @functools.wraps(check)
+    def _check_accelerator_type_matches_hardware(self: Any) -> None:
+        kind = self.accelerator_config.kind
+        if npu.involves_npu(kind, self.accelerator_type, self.placement_group_config):
+            npu.check_npu_hardware_match(
+                kind, self.accelerator_type, self.placement_group_config
+            )
+        else:
+            check(self)
+
+    config_cls._resolve_accelerator_config = _resolve_accelerator_config
+    config_cls._check_accelerator_type_matches_hardware = _check_accelerator_type_matches_hardware
+    return _widen_fields(config_cls)
+
+
+def _patch_vllm_models(module: ModuleType) -> bool:
+    _rebind_module_names(module)
+    engine_cls = module.VLLMEngineConfig
+
+    # Ray's _build_accelerator validator falls back to the GPU backend for any
+    # kind it does not know; swap in the NPU backend where the config is npu.
+    def accelerator(self: Any) -> Any:
+        if isinstance(self.accelerator_config, npu.NPUConfig) and not isinstance(
+            self._accelerator, npu.NPUAccelerator
+        ):
+            self._accelerator = npu.NPUAccelerator()
+        return self._accelerator
+
+    engine_cls.accelerator = property(accelerator, doc=engine_cls.accelerator.__doc__)
+    return _widen_fields(engine_cls)
+
+
+def _without_zero_gpu(
+    deployment_options: dict[str, Any], llm_config: Any
+) -> dict[str, Any]:
+    """Drop the ``GPU`` key Ray writes into every replica bundle, for npu deployments.
+
+    Ray merges ``{"CPU": 1, "GPU": 0, ...}`` for the replica actor into the first
+    bundle (``LLMServer.get_deployment_options``); an NPU deployment must not
+    mention GPUs at all.
+    """
+    accelerator_config = llm_config.get_engine_config().accelerator_config
+    bundles = deployment_options.get("placement_group_bundles")
+    if not isinstance(accelerator_config, npu.NPUConfig) or bundles is None:
+        return deployment_options
+    if any(bundle.get("GPU", 0) > 0 for bundle in bundles):
+        raise npu.HardwareMismatchError(
+            "Hardware mismatch: accelerator_config kind 'npu' but the replica asks for GPUs "
+            "(deployment_config.ray_actor_options.num_gpus). Fix: remove num_gpus; the "
+            "engine workers get their NPUs from the placement group."
+        )
+    deployment_options["placement_group_bundles"] = [
+        {key: value for key, value in bundle.items() if key != "GPU"} for bundle in bundles
+    ]
+    return deployment_options
+
+
+def _patch_llm_server(module: ModuleType) -> None:
+    server_cls = module.LLMServer
+    ray_get_options: Callable[..., dict[str, Any]] = server_cls.get_deployment_options.__func__
+
+    @functools.wraps(ray_get_options)
+    def get_deployment_options(cls: type, llm_config: Any) -> dict[str, Any]:
+        return _without_zero_gpu(ray_get_options(cls, llm_config), llm_config)
+
+    server_cls.get_deployment_options = classmethod(get_deployment_options)
+
+
+_PATCHES: dict[str, Callable[[ModuleType], Any]] = {
+    ACCELERATORS: _patch_accelerators,
+    LLM_CONFIG: _patch_llm_config,
+    VLLM_MODELS: _patch_vllm_models,
+    LLM_SERVER: _patch_llm_server,
+}
+
+#: The modules the import hook watches.
+TARGET_MODULES: frozenset[str] = frozenset(_PATCHES)
+
+
+def patch_module(name: str) -> bool:
+    """Apply the npu patch to the already-imported module ``name``.
+
+    Returns whether pydantic models had to be rebuilt (the module was imported
+    before the plugin).
+    """
+    module = sys.modules[name]
+    if getattr(module, _PATCHED, False):
+        return False
+    rebuilt = bool(_PATCHES[name](module))
+    setattr(module, _PATCHED, True)
+    logger.debug("ray_serve_npu: patched %s", name)
+    return rebuilt
+
+
+def patch_loaded_modules() -> None:
+    """Patch every target module already imported, in dependency order.
+
+    A module whose code is still running (the plugin was imported from inside
+    it) is left to the import hook, which patches it once it completes.
+    """
+    rebuilt = False
+    for name in _PATCHES:
+        if name in sys.modules and name not in ray_serve_npu_autoload.EXECUTING:
+            rebuilt |= patch_module(name)
+    if rebuilt:
+        _rebuild_models_that_embed_configs()

