@@ -1,0 +1,81 @@
+"""Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site), ``nox -s lint``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "docs"]
+# Locally, reuse session virtualenvs; CI builds them fresh, so nothing
+# installed by hand can hide a missing install step.
+nox.options.reuse_existing_virtualenvs = not os.environ.get("CI")
+
+ROOT = Path(__file__).parent
+#: Built site and test artifacts live outside the source tree.
+BUILD = ROOT / "build"
+
+#: Test environment for each end of the supported Ray range. Each Ray's Serve LLM
+#: needs the vLLM it pins (src/ray_serve_npu/compat.py); at 2.60 that is vLLM's CPU
+#: build, which runs the engine here; at 2.56.1 it is PyPI's CUDA build of vLLM
+#: 0.22.0, which imports without a GPU but cannot run an engine.
+RAY_STACKS: dict[str, list[str]] = {
+    "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test]"],
+    "2.56.1": ["ray[serve]==2.56.1", "vllm==0.22.0", "pyarrow", ".[test]"],
+}
+
+#: What runs at each end: the whole suite, every page on the fake-NPU tier
+#: included, at 2.60; the plugin's own tests at 2.56.1.
+PYTEST_ARGS: dict[str, list[str]] = {
+    "2.60.0": ["--run-recipes"],
+    "2.56.1": ["tests/plugin"],
+}
+
+#: Keep Ray's files and tokens out of the home directory.
+TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+@nox.session
+@nox.parametrize("ray", list(RAY_STACKS))
+def tests(session: nox.Session, ray: str) -> None:
+    """Run the test suite against one end of the supported Ray range."""
+    session.install(*RAY_STACKS[ray])
+    # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
+    # break `import vllm` beside torch's CPU build; the engine needs neither.
+    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
+    tmp = BUILD / f"tmp-ray-{ray}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "pytest",
+        *PYTEST_ARGS[ray],
+        *session.posargs,
+        env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
+    )
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the site with warnings as errors."""
+    session.install(".[docs]")
+    out = BUILD / "docs" / "html"
+    session.run(
+        "sphinx-build",
+        "-W",
+        "-n",
+        "--keep-going",
+        "-b",
+        "html",
+        "docs",
+        str(out),
+        env=TEST_ENV,
+    )
+    session.log(f"Site: {out / 'index.html'}")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the code."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
