@@ -1,0 +1,395 @@
+"""The checks that rule files name. A rule supplies severity, text, params and source."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ray_serve_npu import hardware
+from ray_serve_npu.check.findings import Finding, Severity
+from ray_serve_npu.check.model import Deployment, ParsedFile
+from ray_serve_npu.check.rules import Rule, RuleSet
+from ray_serve_npu.check.vllm_args import vllm_version
+
+Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
+_MISSING = object()
+_IMAGE_SUFFIXES = ("-openeuler", "-a3", "-310p")
+
+
+def _finding(rule: Rule, dep: Deployment | ParsedFile, line: int, message: str,
+             fix: str | None = None, severity: Severity | None = None) -> Finding:
+    path = dep.file if isinstance(dep, Deployment) else dep.path
+    return Finding(file=path, line=line, severity=severity or rule.severity, rule_id=rule.id,
+                   message=message, fix=fix or rule.fix)
+
+
+def truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def lookup(dep: Deployment, path: str) -> Any:
+    """Value at a dotted path (``additional_config.a.b``, ``env.X``, ``engine.x``), or _MISSING."""
+    head, _, rest = path.partition(".")
+    if head == "env":
+        return dep.env[rest].value if rest in dep.env else _MISSING
+    value: Any = dep.additional_config() if head == "additional_config" else {
+        k: s.value for k, s in dep.engine.items()
+    }
+    for part in rest.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def image_release(image: str) -> str | None:
+    """The vLLM-Ascend release an image tag names, or None for other images."""
+    repository, _, tag = image.rpartition(":")
+    if not repository.endswith(hardware.IMAGE_REPOSITORY.split("/", 1)[1]) or not tag:
+        return None
+    for suffix in _IMAGE_SUFFIXES:
+        tag = tag.replace(suffix, "")
+    return tag
+
+
+def image_node_kind(image: str) -> hardware.NodeKind | None:
+    if image_release(image) is None or "-310p" in image:
+        return None
+    tag = image.rpartition(":")[2]
+    for kind in hardware.NODE_KINDS.values():
+        if kind.image_tag_suffix and kind.image_tag_suffix in tag:
+            return kind
+    return next(k for k in hardware.NODE_KINDS.values() if not k.image_tag_suffix)
+
+
+def soc_node_kind(soc: str) -> hardware.NodeKind | None:
+    """Node kind of an SoC name, or of a family prefix such as Ray's ``Ascend910B``."""
+    exact = hardware.node_kind_of_soc(soc)
+    if exact is not None:
+        return exact
+    matches = {k.name: k for k in hardware.NODE_KINDS.values()
+               for name in k.soc_names if name.startswith(soc)}
+    return next(iter(matches.values())) if len(matches) == 1 else None
+
+
+def node_kind(dep: Deployment) -> hardware.NodeKind | None:
+    if dep.accelerator_type and (kind := soc_node_kind(str(dep.accelerator_type.value))):
+        return kind
+    if dep.image:
+        return image_node_kind(str(dep.image.value))
+    return None
+
+
+def _int(dep: Deployment, key: str, default: int | None = None) -> int | None:
+    value = dep.engine[key].value if key in dep.engine else None
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    elif not isinstance(value, dict) and hasattr(value, "__dataclass_fields__"):
+        value = {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return value if isinstance(value, dict) else {}
+
+
+def check_vllm_flags(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    version = vllm_version()
+    judge = f"vLLM {version}'s parser"
+    if version and version != rules.vllm_version:
+        judge += f"; {rules.release} pairs with vLLM {rules.vllm_version}"
+    findings = []
+    for dep in parsed.deployments:
+        for flag, suggestion in dep.unknown_flags:
+            fix = f"did you mean `{suggestion}`? " + rule.fix if suggestion else None
+            findings.append(_finding(rule, dep, flag.line,
+                                     f"`{flag.value}` is not a vLLM option ({judge})", fix))
+    return findings
+
+
+def check_vllm_values(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    return [
+        _finding(rule, dep, flag.line, f"`{flag.value}`: {message}")
+        for dep in parsed.deployments
+        for flag, message in dep.invalid_values
+    ]
+
+
+def check_additional_config_keys(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    known: dict[str, str] = rule.params["known_keys"]
+    sub_keys: dict[str, list[str]] = rule.params["known_sub_keys"]
+    cutoff: float = rule.params["misspelling_cutoff"]
+    findings = []
+
+    def judge(dep: Deployment, path: str, key: str, choices: list[str]) -> None:
+        close = difflib.get_close_matches(key, choices, n=1, cutoff=cutoff)
+        where = f"`additional_config.{path}`"
+        if close:
+            findings.append(_finding(
+                rule, dep, dep.line_of(f"additional_config.{path}"),
+                f"{where} is not a key {rules.release} reads; it is ignored silently",
+                f"did you mean `{close[0]}`? " + rule.fix,
+                Severity(rule.params["misspelling_severity"])))
+        else:
+            findings.append(_finding(
+                rule, dep, dep.line_of(f"additional_config.{path}"),
+                f"{where} is not among the keys this rule file knows for {rules.release}; "
+                "vLLM-Ascend ignores unknown keys silently",
+                rule.fix + " If it is a real key, add it to known_keys with its source."))
+
+    for dep in parsed.deployments:
+        config = dep.additional_config()
+        for key, value in config.items():
+            if key not in known:
+                judge(dep, key, key, list(known))
+            elif key in sub_keys and isinstance(value, dict):
+                for sub in value:
+                    if sub not in sub_keys[key]:
+                        judge(dep, f"{key}.{sub}", sub, sub_keys[key])
+    return findings
+
+
+def check_env_var(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    name = rule.params["name"]
+    return [
+        _finding(rule, dep, dep.env[name].line, f"{name}={dep.env[name].value}: " + rule.what)
+        for dep in parsed.deployments
+        if name in dep.env and (truthy(dep.env[name].value) or not rule.params["truthy_only"])
+    ]
+
+
+def check_no_effect_for_model(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    pattern = re.compile(rule.params["model_pattern"])
+    findings = []
+    for dep in parsed.deployments:
+        if not dep.model or not pattern.search(str(dep.model.value)):
+            continue
+        paths = [f"env.{n}" for n in rule.params.get("env", [])] + [
+            f"additional_config.{k}" for k in rule.params.get("additional_config", [])
+        ]
+        for path in paths:
+            if lookup(dep, path) is not _MISSING:
+                findings.append(_finding(
+                    rule, dep, dep.line_of(path),
+                    f"`{path.partition('.')[2]}` has no effect for {dep.model.value}: {rule.what}"))
+    return findings
+
+
+def check_interlock(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    def holds(dep: Deployment, condition: dict[str, Any]) -> bool:
+        value = lookup(dep, condition["path"])
+        return truthy(condition["default"] if value is _MISSING else value)
+
+    when = rule.params["when"]
+    return [
+        _finding(rule, dep, dep.line_of(when["path"]), rule.what)
+        for dep in parsed.deployments
+        if holds(dep, when) and not any(holds(dep, c) for c in rule.params["requires_any"])
+    ]
+
+
+def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        compilation = _as_dict(lookup(dep, "engine.compilation_config"))
+        mode = compilation.get("cudagraph_mode")
+        mode_name = getattr(mode, "name", str(mode))
+        sizes = compilation.get("cudagraph_capture_sizes") or []
+        max_num_seqs = _int(dep, "max_num_seqs")
+        if mode_name not in rule.params["modes"] or not sizes or max_num_seqs is None:
+            continue
+        speculative = _as_dict(lookup(dep, "engine.speculative_config"))
+        draft = int(speculative.get("num_speculative_tokens") or 0)
+        reach = max_num_seqs * (1 + draft)
+        beyond = sorted(s for s in sizes if s > reach)
+        if beyond:
+            findings.append(_finding(
+                rule, dep, dep.line_of("engine.compilation_config"),
+                f"{len(beyond)} of {len(sizes)} capture sizes ({beyond[0]}..{beyond[-1]}) exceed "
+                f"max_num_seqs {max_num_seqs} x (1 + {draft} speculative) = {reach}: " + rule.what))
+    return findings
+
+
+def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        tp = _int(dep, "tensor_parallel_size", 1) or 1
+        pp = _int(dep, "pipeline_parallel_size", 1) or 1
+        dp = _int(dep, "data_parallel_size_local") or _int(dep, "data_parallel_size", 1) or 1
+        wanted = tp * dp * pp
+        key = next((k for k in ("tensor_parallel_size", "data_parallel_size_local",
+                                "data_parallel_size") if k in dep.engine), None)
+        line = dep.engine[key].line if key else dep.line
+        kind = node_kind(dep)
+        product = f"TP {tp} x DP {dp} x PP {pp} = {wanted}"
+        if kind and wanted > kind.devices_per_node:
+            findings.append(_finding(rule, dep, line,
+                f"{product} NPUs, but one {kind.name} node has {kind.devices_per_node}"))
+        elif dep.devices and wanted > len(dep.devices):
+            findings.append(_finding(rule, dep, line,
+                f"{product} NPUs, but the container maps {len(dep.devices)} davinci devices"))
+    return findings
+
+
+def check_image_node_kind(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        if not dep.image or not (built_for := image_node_kind(str(dep.image.value))):
+            continue
+        target = None
+        if dep.accelerator_type:
+            target = soc_node_kind(str(dep.accelerator_type.value))
+        elif dep.devices and max(d.value for d in dep.devices) >= built_for.devices_per_node:
+            # A davinci index past this kind's count exists only on a bigger node.
+            target = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
+        if target and target.name != built_for.name:
+            findings.append(_finding(rule, dep, dep.image.line,
+                f"image {dep.image.value} is built for {built_for.name}, "
+                f"the deployment targets {target.name}"))
+    return findings
+
+
+def _model_limits(rule: Rule, rules: RuleSet, dep: Deployment) -> dict[str, Any] | None:
+    source = rules.rule(rule.params["models_from"]) if "models_from" in rule.params else rule
+    for entry in source.params["models"]:
+        if dep.model and re.search(entry["pattern"], str(dep.model.value)):
+            return dict(entry)
+    return None
+
+
+def _config_json_limit(dep: Deployment, parsed: ParsedFile) -> int | None:
+    if not dep.model:
+        return None
+    weights = Path(str(dep.model.value))
+    if not weights.is_absolute():
+        weights = Path(parsed.path).parent / weights
+    try:
+        config = json.loads((weights / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    limit = config.get("max_position_embeddings")
+    return int(limit) if isinstance(limit, int) else None
+
+
+def check_max_model_len(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        length = _int(dep, "max_model_len")
+        if length is None:
+            continue
+        line = dep.engine["max_model_len"].line
+        if (limit := _config_json_limit(dep, parsed)) is not None and length > limit:
+            findings.append(_finding(rule, dep, line,
+                f"max_model_len {length} > max_position_embeddings {limit} "
+                "in the model's config.json"))
+        elif (entry := _model_limits(rule, rules, dep)) and length > entry["max_context"]:
+            findings.append(_finding(rule, dep, line,
+                f"max_model_len {length} > the support matrix's maximum context "
+                f"{entry['max_context']} for {dep.model.value if dep.model else 'the model'}"))
+    return findings
+
+
+def check_max_model_len_unproven(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        length = _int(dep, "max_model_len")
+        kind = node_kind(dep)
+        entry = _model_limits(rule, rules, dep)
+        if length is None or kind is None or entry is None:
+            continue
+        shown = entry["tutorial_max_per_node_kind"].get(kind.name)
+        if shown is not None and shown < length <= entry["max_context"]:
+            findings.append(_finding(rule, dep, dep.engine["max_model_len"].line,
+                f"max_model_len {length} on one {kind.name} node, where the official tutorial "
+                f"runs {shown}; vLLM stops after loading the weights if the KV cache cannot hold "
+                "one request of this length, and no traced estimate shows that it can",
+                f"--max-model-len {shown} (the tutorial's {kind.name} value), or prove the "
+                "larger one on the hardware first."))
+    return findings
+
+
+def check_jemalloc_path(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    findings = []
+    for dep in parsed.deployments:
+        preload = dep.env.get("LD_PRELOAD")
+        if not dep.image or not preload or image_release(str(dep.image.value)) is None:
+            continue
+        family = "openeuler" if "-openeuler" in str(dep.image.value) else "ubuntu"
+        expected = hardware.JEMALLOC_PATHS[family]
+        for entry in re.split(r"[\s:]+", str(preload.value)):
+            if "libjemalloc" in entry and entry != expected:
+                findings.append(_finding(rule, dep, preload.line,
+                    f"LD_PRELOAD {entry} on {dep.image.value} ({family} image), "
+                    f"whose jemalloc is {expected}",
+                    f'LD_PRELOAD: "{expected}"'))
+    return findings
+
+
+def check_privileged(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    return [
+        _finding(rule, dep, dep.privileged.line, "the container runs privileged: " + rule.what)
+        for dep in parsed.deployments
+        if dep.privileged and truthy(dep.privileged.value)
+    ]
+
+
+_DASHBOARD_ALL = re.compile(r"""dashboard[-_]host["']?\s*[=:\s]\s*["']?0\.0\.0\.0""")
+
+
+def check_ray_bind_all(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    if parsed.has_warning:
+        return []
+    return [
+        _finding(rule, parsed, number, "the Ray dashboard is bound to 0.0.0.0: " + rule.what)
+        for number, text in enumerate(parsed.lines, start=1)
+        if _DASHBOARD_ALL.search(text)
+    ]
+
+
+def check_secrets(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    name_pattern = re.compile(rule.params["name_pattern"])
+    value_patterns = [re.compile(p) for p in rule.params["value_patterns"]]
+    lines: dict[int, str] = {}
+    for dep in parsed.deployments:
+        for name, setting in dep.env.items():
+            value = str(setting.value)
+            # `${VAR}` / `$VAR` reads the secret from the environment: that is the fix.
+            if name_pattern.search(name) and value and not value.startswith("$"):
+                lines[setting.line] = f"{name} holds a literal value"
+    for number, text in enumerate(parsed.lines, start=1):
+        if any(p.search(text) for p in value_patterns):
+            lines.setdefault(number, "a token-shaped literal")
+    return [_finding(rule, parsed, n, f"{why}: " + rule.what) for n, why in sorted(lines.items())]
+
+
+CHECKS: dict[str, Check] = {
+    "vllm_flags": check_vllm_flags,
+    "vllm_values": check_vllm_values,
+    "additional_config_keys": check_additional_config_keys,
+    "env_var": check_env_var,
+    "no_effect_for_model": check_no_effect_for_model,
+    "interlock": check_interlock,
+    "capture_sizes": check_capture_sizes,
+    "parallel_fits_node": check_parallel_fits_node,
+    "image_node_kind": check_image_node_kind,
+    "max_model_len": check_max_model_len,
+    "max_model_len_unproven": check_max_model_len_unproven,
+    "jemalloc_path": check_jemalloc_path,
+    "privileged": check_privileged,
+    "ray_bind_all": check_ray_bind_all,
+    "secrets": check_secrets,
+}

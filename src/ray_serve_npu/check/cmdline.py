@@ -1,0 +1,123 @@
+"""Shell command lines: ``vllm serve`` invocations, ``export`` lines and ``docker run``."""
+
+from __future__ import annotations
+
+import shlex
+
+from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.vllm_args import apply_serve_argv
+
+_SEPARATORS = {"&&", "||", ";", "|", "&"}
+# docker run options that take a value (the ones recipes and guides use).
+_DOCKER_VALUE_OPTIONS = {
+    "-e", "--env", "-v", "--volume", "--device", "--name", "-p", "--publish", "--shm-size",
+    "--net", "--network", "-w", "--workdir", "--entrypoint", "--ipc", "-u", "--user",
+    "--env-file", "--mount", "--memory", "--cpus", "--label", "-l", "--restart", "--pid",
+}
+
+
+def logical_lines(text: str, first_line: int = 1) -> list[tuple[list[Setting], int]]:
+    """Commands with backslash continuations joined; each token keeps its physical line."""
+    commands: list[tuple[list[Setting], int]] = []
+    tokens: list[Setting] = []
+    start = first_line
+    for offset, raw in enumerate(text.splitlines()):
+        number = first_line + offset
+        if not tokens:
+            start = number
+        stripped = raw.strip()
+        if stripped.startswith("#") and not tokens:
+            continue
+        continued = stripped.endswith("\\")
+        body = stripped[:-1] if continued else stripped
+        try:
+            words = shlex.split(body, comments=True)
+        except ValueError:
+            words = body.split()
+        tokens.extend(Setting(value=w, line=number) for w in words)
+        if not continued and tokens:
+            commands.append((tokens, start))
+            tokens = []
+    if tokens:
+        commands.append((tokens, start))
+    return commands
+
+
+def serve_argv(tokens: list[Setting]) -> list[Setting] | None:
+    """The arguments after ``vllm serve`` in ``tokens``, up to a shell separator."""
+    words = [str(t.value) for t in tokens]
+    for index in range(len(words) - 1):
+        if words[index].rsplit("/", 1)[-1] == "vllm" and words[index + 1] == "serve":
+            rest = tokens[index + 2:]
+            for end, token in enumerate(rest):
+                if token.value in _SEPARATORS:
+                    return rest[:end]
+            return rest
+    return None
+
+
+def split_env(assignment: str) -> tuple[str, str] | None:
+    name, eq, value = assignment.partition("=")
+    return (name, value) if eq and name.isidentifier() else None
+
+
+def _docker_run(tokens: list[Setting], deployment: Deployment) -> None:
+    words = [str(t.value) for t in tokens]
+    if "docker" not in words or "run" not in words:
+        return
+    index = words.index("run", words.index("docker")) + 1
+    while index < len(tokens):
+        word = words[index]
+        name, eq, inline = word.partition("=")
+        if not word.startswith("-"):
+            deployment.image = tokens[index]
+            return
+        value = inline if eq else (words[index + 1] if index + 1 < len(words) else "")
+        line = tokens[index].line
+        if name == "--privileged" and inline.lower() != "false":
+            deployment.privileged = Setting(value=True, line=line)
+        elif name in ("-e", "--env") and (pair := split_env(value)):
+            deployment.env[pair[0]] = Setting(value=pair[1], line=line)
+        elif name == "--device" and (number := device_index(value)) is not None:
+            deployment.devices.append(Setting(value=number, line=line))
+        index += 1 if eq or name not in _DOCKER_VALUE_OPTIONS else 2
+
+
+def device_index(mapping: str) -> int | None:
+    """N of a ``/dev/davinciN`` device mapping, None for other devices."""
+    host = mapping.split(":", 1)[0]
+    suffix = host.removeprefix("/dev/davinci")
+    return int(suffix) if suffix != host and suffix.isdigit() else None
+
+
+def parse_commands(path: str, text: str, first_line: int = 1) -> list[Deployment]:
+    """One deployment per ``vllm serve``; ``export`` lines before it set its environment."""
+    deployments: list[Deployment] = []
+    env: dict[str, Setting] = {}
+    pending = Deployment(file=path, line=first_line)
+    for tokens, line in logical_lines(text, first_line):
+        words = [str(t.value) for t in tokens]
+        if words and words[0] == "export":
+            for token in tokens[1:]:
+                if pair := split_env(str(token.value)):
+                    env[pair[0]] = Setting(value=pair[1], line=token.line)
+            continue
+        _docker_run(tokens, pending)
+        argv = serve_argv(tokens)
+        if argv is None:
+            continue
+        # Inline assignments (`VAR=1 vllm serve ...`) apply to this command only.
+        inline = {
+            pair[0]: Setting(value=pair[1], line=t.line)
+            for t in tokens
+            if (pair := split_env(str(t.value)))
+        }
+        pending.line = line
+        pending.env = {**env, **pending.env, **inline}
+        apply_serve_argv(argv, pending)
+        deployments.append(pending)
+        pending = Deployment(file=path, line=first_line)
+    if pending.image or pending.privileged or pending.env:
+        # A docker run without a vllm serve still deploys a container worth checking.
+        deployments.append(pending)
+    return deployments

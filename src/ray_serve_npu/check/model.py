@@ -1,0 +1,70 @@
+"""What every parser turns its input into: one deployment of one vLLM engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Setting(BaseModel):
+    """A value and the line it was written on."""
+
+    value: Any
+    line: int
+
+
+class Deployment(BaseModel):
+    """One engine as a file configures it, with the line of every setting."""
+
+    file: str
+    # Line that anchors findings about the deployment as a whole.
+    line: int
+    image: Setting | None = None
+    model: Setting | None = None
+    # vLLM engine arguments by their dest name (``tensor_parallel_size``), parsed.
+    engine: dict[str, Setting] = Field(default_factory=dict)
+    # Flags or engine keywords vLLM does not know, with a suggestion if one is close.
+    unknown_flags: list[tuple[Setting, str | None]] = Field(default_factory=list)
+    # Flags whose value vLLM's parser rejected: (flag setting, parser message).
+    invalid_values: list[tuple[Setting, str]] = Field(default_factory=list)
+    env: dict[str, Setting] = Field(default_factory=dict)
+    # Lines of additional_config keys by dotted path, where the input shows them.
+    additional_config_lines: dict[str, int] = Field(default_factory=dict)
+    # Indices of /dev/davinciN nodes the container maps, with their lines.
+    devices: list[Setting] = Field(default_factory=list)
+    privileged: Setting | None = None
+    # Ray accelerator type (an SoC name) that an LLMConfig asks for.
+    accelerator_type: Setting | None = None
+
+    def additional_config(self) -> dict[str, Any]:
+        setting = self.engine.get("additional_config")
+        return setting.value if setting and isinstance(setting.value, dict) else {}
+
+    def line_of(self, path: str) -> int:
+        """Line of a dotted path (``additional_config.enable_dsa_cp``, ``env.X``, ``engine.x``)."""
+        head, _, rest = path.partition(".")
+        if head == "env" and rest in self.env:
+            return self.env[rest].line
+        if head == "engine" and rest.split(".")[0] in self.engine:
+            return self.engine[rest.split(".")[0]].line
+        if head == "additional_config":
+            parts = rest.split(".")
+            # The most specific line known: the key's own, else its parent's, else the flag's.
+            for n in range(len(parts), 0, -1):
+                key = ".".join(parts[:n])
+                if key in self.additional_config_lines:
+                    return self.additional_config_lines[key]
+            if "additional_config" in self.engine:
+                return self.engine["additional_config"].line
+        return self.line
+
+
+class ParsedFile(BaseModel):
+    """A file's deployments, and its lines for the rules that read text."""
+
+    path: str
+    deployments: list[Deployment] = Field(default_factory=list)
+    lines: list[str] = Field(default_factory=list)
+    # Whether the page carries a warning admonition (Markdown pages only).
+    has_warning: bool = False
