@@ -1,0 +1,101 @@
+"""Serve DeepSeek-V4-Flash-w8a8-mtp on one Atlas 800 A2 node (eight NPUs) with Ray Serve LLM.
+
+Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has
+run: ``python serve_npu.py``. The app answers OpenAI-compatible requests on
+http://127.0.0.1:8000/v1 as the model ``deepseek-v4-flash``.
+
+Every engine setting follows the single-node A2 example of vLLM-Ascend's
+DeepSeek-V4-Flash tutorial (docs/source/tutorials/models/DeepSeek-V4-Flash.md at
+v0.22.1rc1), with two corrections for that release: FlashComm1 is switched on
+through ``additional_config`` rather than its deprecated environment variable,
+and the served name is ours, not the tutorial's ``dsv4``.
+
+Every key of ``engine_kwargs`` is a field of vLLM's ``AsyncEngineArgs`` or of the
+OpenAI server's ``FrontendArgs`` in both vLLM 0.22 (the image's) and vLLM 0.29
+(ray 2.60's pin); Ray Serve LLM rejects any other key ("Unknown engine argument").
+"""
+
+import os
+
+from ray import serve
+from ray.serve.llm import LLMConfig
+
+from ray_serve_npu import build_openai_app
+
+# __serve_start__
+# Where the weights are: a directory every Ray node can read.
+MODEL_PATH = os.environ.get("MODEL_PATH", "/models/DeepSeek-V4-Flash-w8a8-mtp")
+
+llm_config = LLMConfig(
+    model_loading_config={
+        # The name clients send as "model".
+        "model_id": "deepseek-v4-flash",
+        "model_source": MODEL_PATH,
+    },
+    # One placement-group bundle of {"NPU": 1} per engine worker.
+    accelerator_config={"kind": "npu"},
+    deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 1}},
+    engine_kwargs={
+        # Parallelism: one engine over the node's eight NPUs, experts spread
+        # across them.
+        "tensor_parallel_size": 8,
+        "enable_expert_parallel": True,
+        # W8A8 weights need vLLM-Ascend's quantization method.
+        "quantization": "ascend",
+        # Context and batch: the tutorial's A2 values.
+        "max_model_len": 133120,
+        "max_num_batched_tokens": 8192,
+        "max_num_seqs": 32,
+        "gpu_memory_utilization": 0.9,
+        "block_size": 128,
+        # The tutorial's A2 example runs without prefix caching.
+        "enable_prefix_caching": False,
+        # DeepSeek-V4 tokenizer, reasoning and tool-call parsers.
+        "tokenizer_mode": "deepseek_v4",
+        "reasoning_parser": "deepseek_v4",
+        "tool_call_parser": "deepseek_v4",
+        "enable_auto_tool_choice": True,
+        # Weight loading: read the checkpoint into the page cache first, with
+        # many loader threads.
+        "safetensors_load_strategy": "prefetch",
+        "model_loader_extra_config": {"enable_multithread_load": True, "num_threads": 128},
+        # Multi-token prediction: one speculative token from the MTP layer.
+        "speculative_config": {"method": "mtp", "num_speculative_tokens": 1, "enforce_eager": True},
+        # Full ACL graphs for decode batches only.
+        "compilation_config": {"cudagraph_mode": "FULL_DECODE_ONLY"},
+        "async_scheduling": True,
+        # vLLM-Ascend's own settings (vllm_ascend/ascend_config.py). It ignores
+        # keys it does not know without a word, so spell them exactly.
+        "additional_config": {
+            "ascend_compilation_config": {
+                "enable_npugraph_ex": True,
+                "enable_static_kernel": False,
+            },
+            "enable_cpu_binding": True,
+            # DSA context parallel raises at start-up unless FlashComm1 is on.
+            "enable_dsa_cp": True,
+            "enable_flashcomm1": True,
+            "multistream_overlap_shared_expert": True,
+        },
+    },
+    # The tutorial's A2 environment, set in every replica and engine worker.
+    runtime_env={
+        "env_vars": {
+            "OMP_PROC_BIND": "false",
+            "OMP_NUM_THREADS": "10",
+            "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+            "LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+            "HCCL_BUFFSIZE": "1024",
+            "HCCL_OP_EXPANSION_MODE": "AIV",
+            "TASK_QUEUE_ENABLE": "1",
+        }
+    },
+)
+
+app = build_openai_app({"llm_configs": [llm_config]})
+# __serve_end__
+
+if __name__ == "__main__":
+    # __run_start__
+    serve.run(app, blocking=True)
+    # __run_end__
