@@ -67,12 +67,16 @@ def _release_for(parsed: ParsedFile, fallback: str) -> tuple[str, list[Finding]]
         if dep.image and (release := image_release(str(dep.image.value))):
             if release in known:
                 return release, []
-            return fallback, [Finding(
-                file=parsed.path, line=dep.image.line, severity=Severity.WARNING,
-                rule_id="release-without-rules",
-                message=f"no rule file for vLLM-Ascend {release}; checked against {fallback}",
-                fix=f"add src/ray_serve_npu/check/rules/{release}.yaml, or pass --release",
-            )]
+            return fallback, [
+                Finding(
+                    file=parsed.path,
+                    line=dep.image.line,
+                    severity=Severity.WARNING,
+                    rule_id="release-without-rules",
+                    message=f"no rule file for vLLM-Ascend {release}; checked against {fallback}",
+                    fix=f"add src/ray_serve_npu/check/rules/{release}.yaml, or pass --release",
+                )
+            ]
     return fallback, []
 
 
@@ -106,7 +110,8 @@ def check_paths(paths: Iterable[str | Path], release: str | None = None) -> list
         path = Path(path)
         if path.is_dir():
             files = sorted(
-                p for p in path.rglob("*")
+                p
+                for p in path.rglob("*")
                 if p.suffix.lower() in (".py", ".yaml", ".yml", ".md", ".sh") and p.is_file()
             )
         else:

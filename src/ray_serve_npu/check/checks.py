@@ -20,11 +20,23 @@ _MISSING = object()
 _IMAGE_SUFFIXES = ("-openeuler", "-a3", "-310p")
 
 
-def _finding(rule: Rule, dep: Deployment | ParsedFile, line: int, message: str,
-             fix: str | None = None, severity: Severity | None = None) -> Finding:
+def _finding(
+    rule: Rule,
+    dep: Deployment | ParsedFile,
+    line: int,
+    message: str,
+    fix: str | None = None,
+    severity: Severity | None = None,
+) -> Finding:
     path = dep.file if isinstance(dep, Deployment) else dep.path
-    return Finding(file=path, line=line, severity=severity or rule.severity, rule_id=rule.id,
-                   message=message, fix=fix or rule.fix)
+    return Finding(
+        file=path,
+        line=line,
+        severity=severity or rule.severity,
+        rule_id=rule.id,
+        message=message,
+        fix=fix or rule.fix,
+    )
 
 
 def truthy(value: Any) -> bool:
@@ -38,9 +50,11 @@ def lookup(dep: Deployment, path: str) -> Any:
     head, _, rest = path.partition(".")
     if head == "env":
         return dep.env[rest].value if rest in dep.env else _MISSING
-    value: Any = dep.additional_config() if head == "additional_config" else {
-        k: s.value for k, s in dep.engine.items()
-    }
+    value: Any = (
+        dep.additional_config()
+        if head == "additional_config"
+        else {k: s.value for k, s in dep.engine.items()}
+    )
     for part in rest.split("."):
         if not isinstance(value, dict) or part not in value:
             return _MISSING
@@ -73,8 +87,12 @@ def soc_node_kind(soc: str) -> hardware.NodeKind | None:
     exact = hardware.node_kind_of_soc(soc)
     if exact is not None:
         return exact
-    matches = {k.name: k for k in hardware.NODE_KINDS.values()
-               for name in k.soc_names if name.startswith(soc)}
+    matches = {
+        k.name: k
+        for k in hardware.NODE_KINDS.values()
+        for name in k.soc_names
+        if name.startswith(soc)
+    }
     return next(iter(matches.values())) if len(matches) == 1 else None
 
 
@@ -116,8 +134,11 @@ def check_vllm_flags(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Fin
     for dep in parsed.deployments:
         for flag, suggestion in dep.unknown_flags:
             fix = f"did you mean `{suggestion}`? " + rule.fix if suggestion else None
-            findings.append(_finding(rule, dep, flag.line,
-                                     f"`{flag.value}` is not a vLLM option ({judge})", fix))
+            findings.append(
+                _finding(
+                    rule, dep, flag.line, f"`{flag.value}` is not a vLLM option ({judge})", fix
+                )
+            )
     return findings
 
 
@@ -139,17 +160,27 @@ def check_additional_config_keys(rule: Rule, parsed: ParsedFile, rules: RuleSet)
         close = difflib.get_close_matches(key, choices, n=1, cutoff=cutoff)
         where = f"`additional_config.{path}`"
         if close:
-            findings.append(_finding(
-                rule, dep, dep.line_of(f"additional_config.{path}"),
-                f"{where} is not a key {rules.release} reads; it is ignored silently",
-                f"did you mean `{close[0]}`? " + rule.fix,
-                Severity(rule.params["misspelling_severity"])))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    dep.line_of(f"additional_config.{path}"),
+                    f"{where} is not a key {rules.release} reads; it is ignored silently",
+                    f"did you mean `{close[0]}`? " + rule.fix,
+                    Severity(rule.params["misspelling_severity"]),
+                )
+            )
         else:
-            findings.append(_finding(
-                rule, dep, dep.line_of(f"additional_config.{path}"),
-                f"{where} is not among the keys this rule file knows for {rules.release}; "
-                "vLLM-Ascend ignores unknown keys silently",
-                rule.fix + " If it is a real key, add it to known_keys with its source."))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    dep.line_of(f"additional_config.{path}"),
+                    f"{where} is not among the keys this rule file knows for {rules.release}; "
+                    "vLLM-Ascend ignores unknown keys silently",
+                    rule.fix + " If it is a real key, add it to known_keys with its source.",
+                )
+            )
 
     for dep in parsed.deployments:
         config = dep.additional_config()
@@ -183,9 +214,15 @@ def check_no_effect_for_model(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
         ]
         for path in paths:
             if lookup(dep, path) is not _MISSING:
-                findings.append(_finding(
-                    rule, dep, dep.line_of(path),
-                    f"`{path.partition('.')[2]}` has no effect for {dep.model.value}: {rule.what}"))
+                findings.append(
+                    _finding(
+                        rule,
+                        dep,
+                        dep.line_of(path),
+                        f"`{path.partition('.')[2]}` has no effect for {dep.model.value}: "
+                        + rule.what,
+                    )
+                )
     return findings
 
 
@@ -217,10 +254,16 @@ def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
         reach = max_num_seqs * (1 + draft)
         beyond = sorted(s for s in sizes if s > reach)
         if beyond:
-            findings.append(_finding(
-                rule, dep, dep.line_of("engine.compilation_config"),
-                f"{len(beyond)} of {len(sizes)} capture sizes ({beyond[0]}..{beyond[-1]}) exceed "
-                f"max_num_seqs {max_num_seqs} x (1 + {draft} speculative) = {reach}: " + rule.what))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    dep.line_of("engine.compilation_config"),
+                    f"{len(beyond)} of {len(sizes)} capture sizes "
+                    f"({beyond[0]}..{beyond[-1]}) exceed max_num_seqs {max_num_seqs} "
+                    f"x (1 + {draft} speculative) = {reach}: " + rule.what,
+                )
+            )
     return findings
 
 
@@ -231,17 +274,35 @@ def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> 
         pp = _int(dep, "pipeline_parallel_size", 1) or 1
         dp = _int(dep, "data_parallel_size_local") or _int(dep, "data_parallel_size", 1) or 1
         wanted = tp * dp * pp
-        key = next((k for k in ("tensor_parallel_size", "data_parallel_size_local",
-                                "data_parallel_size") if k in dep.engine), None)
+        key = next(
+            (
+                k
+                for k in ("tensor_parallel_size", "data_parallel_size_local", "data_parallel_size")
+                if k in dep.engine
+            ),
+            None,
+        )
         line = dep.engine[key].line if key else dep.line
         kind = node_kind(dep)
         product = f"TP {tp} x DP {dp} x PP {pp} = {wanted}"
         if kind and wanted > kind.devices_per_node:
-            findings.append(_finding(rule, dep, line,
-                f"{product} NPUs, but one {kind.name} node has {kind.devices_per_node}"))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    line,
+                    f"{product} NPUs, but one {kind.name} node has {kind.devices_per_node}",
+                )
+            )
         elif dep.devices and wanted > len(dep.devices):
-            findings.append(_finding(rule, dep, line,
-                f"{product} NPUs, but the container maps {len(dep.devices)} davinci devices"))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    line,
+                    f"{product} NPUs, but the container maps {len(dep.devices)} davinci devices",
+                )
+            )
     return findings
 
 
@@ -257,9 +318,15 @@ def check_image_node_kind(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> lis
             # A davinci index past this kind's count exists only on a bigger node.
             target = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
         if target and target.name != built_for.name:
-            findings.append(_finding(rule, dep, dep.image.line,
-                f"image {dep.image.value} is built for {built_for.name}, "
-                f"the deployment targets {target.name}"))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    dep.image.line,
+                    f"image {dep.image.value} is built for {built_for.name}, "
+                    f"the deployment targets {target.name}",
+                )
+            )
     return findings
 
 
@@ -293,13 +360,25 @@ def check_max_model_len(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
             continue
         line = dep.engine["max_model_len"].line
         if (limit := _config_json_limit(dep, parsed)) is not None and length > limit:
-            findings.append(_finding(rule, dep, line,
-                f"max_model_len {length} > max_position_embeddings {limit} "
-                "in the model's config.json"))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    line,
+                    f"max_model_len {length} > max_position_embeddings {limit} "
+                    "in the model's config.json",
+                )
+            )
         elif (entry := _model_limits(rule, rules, dep)) and length > entry["max_context"]:
-            findings.append(_finding(rule, dep, line,
-                f"max_model_len {length} > the support matrix's maximum context "
-                f"{entry['max_context']} for {dep.model.value if dep.model else 'the model'}"))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    line,
+                    f"max_model_len {length} > the support matrix's maximum context "
+                    f"{entry['max_context']} for {dep.model.value if dep.model else 'the model'}",
+                )
+            )
     return findings
 
 
@@ -313,12 +392,19 @@ def check_max_model_len_unproven(rule: Rule, parsed: ParsedFile, rules: RuleSet)
             continue
         shown = entry["tutorial_max_per_node_kind"].get(kind.name)
         if shown is not None and shown < length <= entry["max_context"]:
-            findings.append(_finding(rule, dep, dep.engine["max_model_len"].line,
-                f"max_model_len {length} on one {kind.name} node, where the official tutorial "
-                f"runs {shown}; vLLM stops after loading the weights if the KV cache cannot hold "
-                "one request of this length, and no traced estimate shows that it can",
-                f"--max-model-len {shown} (the tutorial's {kind.name} value), or prove the "
-                "larger one on the hardware first."))
+            findings.append(
+                _finding(
+                    rule,
+                    dep,
+                    dep.engine["max_model_len"].line,
+                    f"max_model_len {length} on one {kind.name} node, where the official "
+                    f"tutorial runs {shown}; vLLM stops after loading the weights if the KV "
+                    "cache cannot hold one request of this length, and no traced estimate "
+                    "shows that it can",
+                    f"--max-model-len {shown} (the tutorial's {kind.name} value), or prove the "
+                    "larger one on the hardware first.",
+                )
+            )
     return findings
 
 
@@ -332,10 +418,16 @@ def check_jemalloc_path(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
         expected = hardware.JEMALLOC_PATHS[family]
         for entry in re.split(r"[\s:]+", str(preload.value)):
             if "libjemalloc" in entry and entry != expected:
-                findings.append(_finding(rule, dep, preload.line,
-                    f"LD_PRELOAD {entry} on {dep.image.value} ({family} image), "
-                    f"whose jemalloc is {expected}",
-                    f'LD_PRELOAD: "{expected}"'))
+                findings.append(
+                    _finding(
+                        rule,
+                        dep,
+                        preload.line,
+                        f"LD_PRELOAD {entry} on {dep.image.value} ({family} image), "
+                        f"whose jemalloc is {expected}",
+                        f'LD_PRELOAD: "{expected}"',
+                    )
+                )
     return findings
 
 

@@ -15,12 +15,19 @@ def _parser() -> argparse.ArgumentParser:
         prog="ray-serve-npu check",
         description="Check serving configurations against a vLLM-Ascend release's rules.",
     )
-    parser.add_argument("paths", nargs="+", metavar="FILE",
-                        help="Compose, Serve YAML, recipe (.py), Markdown or shell files")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="FILE",
+        help="Compose, Serve YAML, recipe (.py), Markdown or shell files",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--release", default=None,
-                        help="rule file to use (default: the release the image tag names, "
-                             "else the newest rule file)")
+    parser.add_argument(
+        "--release",
+        default=None,
+        help="rule file to use (default: the release the image tag names, "
+        "else the newest rule file)",
+    )
     return parser
 
 
@@ -49,12 +56,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     version = vllm_version()
     if args.format == "json":
-        print(json.dumps({"vllm_parser": version,
-                          "findings": [f.model_dump(mode="json") for f in findings]}, indent=2))
+        print(
+            json.dumps(
+                {"vllm_parser": version, "findings": [f.model_dump(mode="json") for f in findings]},
+                indent=2,
+            )
+        )
     else:
         for finding in findings:
             print(finding.format())
         if version is None:
-            print("note: vLLM is not importable; `vllm serve` flags were not checked",
-                  file=sys.stderr)
+            print(
+                "note: vLLM is not importable; `vllm serve` flags were not checked", file=sys.stderr
+            )
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0

@@ -10,9 +10,31 @@ from ray_serve_npu.check.vllm_args import apply_serve_argv
 _SEPARATORS = {"&&", "||", ";", "|", "&"}
 # docker run options that take a value (the ones recipes and guides use).
 _DOCKER_VALUE_OPTIONS = {
-    "-e", "--env", "-v", "--volume", "--device", "--name", "-p", "--publish", "--shm-size",
-    "--net", "--network", "-w", "--workdir", "--entrypoint", "--ipc", "-u", "--user",
-    "--env-file", "--mount", "--memory", "--cpus", "--label", "-l", "--restart", "--pid",
+    "-e",
+    "--env",
+    "-v",
+    "--volume",
+    "--device",
+    "--name",
+    "-p",
+    "--publish",
+    "--shm-size",
+    "--net",
+    "--network",
+    "-w",
+    "--workdir",
+    "--entrypoint",
+    "--ipc",
+    "-u",
+    "--user",
+    "--env-file",
+    "--mount",
+    "--memory",
+    "--cpus",
+    "--label",
+    "-l",
+    "--restart",
+    "--pid",
 }
 
 
@@ -48,7 +70,7 @@ def serve_argv(tokens: list[Setting]) -> list[Setting] | None:
     words = [str(t.value) for t in tokens]
     for index in range(len(words) - 1):
         if words[index].rsplit("/", 1)[-1] == "vllm" and words[index + 1] == "serve":
-            rest = tokens[index + 2:]
+            rest = tokens[index + 2 :]
             for end, token in enumerate(rest):
                 if token.value in _SEPARATORS:
                     return rest[:end]

@@ -9,7 +9,7 @@ from ray_serve_npu.check.vllm_args import apply_engine_kwargs
 
 
 def _below(lines: dict[str, int], prefix: str) -> dict[str, int]:
-    return {k[len(prefix):]: v for k, v in lines.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in lines.items() if k.startswith(prefix)}
 
 
 def deployment_from_llm_config(
@@ -35,9 +35,7 @@ def deployment_from_llm_config(
         deployment.env[key] = Setting(value=str(value), line=at(f"runtime_env.env_vars.{key}"))
     if runtime_env.get("image_uri"):
         deployment.image = Setting(value=runtime_env["image_uri"], line=at("runtime_env.image_uri"))
-    engine_lines = {
-        k: v for k, v in _below(lines, "engine_kwargs.").items() if "." not in k
-    }
+    engine_lines = {k: v for k, v in _below(lines, "engine_kwargs.").items() if "." not in k}
     apply_engine_kwargs(config.get("engine_kwargs") or {}, engine_lines, deployment)
     deployment.additional_config_lines = _below(lines, "engine_kwargs.additional_config.")
     return deployment

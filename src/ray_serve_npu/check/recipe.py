@@ -67,7 +67,7 @@ def _run_probe(path: str) -> list[dict[str, object]]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     result = subprocess.run(
-        [sys.executable, "-m", recipe_probe.__name__, path],
+        [sys.executable, "-m", recipe_probe.__name__, str(Path(path).resolve())],
         capture_output=True,
         text=True,
         env=env,
@@ -76,7 +76,7 @@ def _run_probe(path: str) -> list[dict[str, object]]:
     )
     for line in result.stdout.splitlines():
         if line.startswith(recipe_probe.MARKER):
-            return json.loads(line[len(recipe_probe.MARKER):])
+            return json.loads(line[len(recipe_probe.MARKER) :])
     tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
     raise RecipeError(f"{path}: running the recipe to collect its LLMConfigs failed: {tail}")
 
@@ -84,6 +84,9 @@ def _run_probe(path: str) -> list[dict[str, object]]:
 def parse_recipe(path: str, text: str) -> list[Deployment]:
     tree = ast.parse(text, filename=path)
     calls, values = _calls_by_name(tree)
+    # Only a file that builds an LLMConfig is run: clients and helpers act at import.
+    if not any(_is_llm_config(node) for node in ast.walk(tree)):
+        return []
     deployments = []
     for found in _run_probe(path):
         name, index = str(found["name"]), int(found["index"])  # type: ignore[call-overload]

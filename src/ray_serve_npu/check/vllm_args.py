@@ -48,11 +48,20 @@ def vllm_version() -> str | None:
 
 @cache
 def _engine_fields() -> frozenset[str] | None:
+    """Keywords Ray Serve LLM accepts in engine_kwargs: vLLM's AsyncEngineArgs and
+    FrontendArgs fields (ray/llm/_internal/serve/engines/vllm/vllm_models.py:216-228)."""
     try:
         from vllm.engine.arg_utils import AsyncEngineArgs
+
+        try:
+            from vllm.entrypoints.launchers.cli_args import FrontendArgs
+        except ImportError:
+            from vllm.entrypoints.openai.cli_args import FrontendArgs
     except ImportError:
         return None
-    return frozenset(f.name for f in dataclasses.fields(AsyncEngineArgs))
+    return frozenset(
+        f.name for cls in (AsyncEngineArgs, FrontendArgs) for f in dataclasses.fields(cls)
+    )
 
 
 def _suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
@@ -99,12 +108,18 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
         name, eq, inline = str(flag.value).partition("=")
         if parser is None:
             dest = name.lstrip("-").replace("-", "_")
-            value = _plain_value(inline) if eq else (
-                _plain_value(str(group[1].value)) if len(group) > 1 else True
+            value = (
+                _plain_value(inline)
+                if eq
+                else (_plain_value(str(group[1].value)) if len(group) > 1 else True)
             )
             deployment.engine[dest] = Setting(value=value, line=flag.line)
             continue
         action = options.get(name)
+        if action is None and parser.allow_abbrev:
+            # vLLM's parser accepts a unique prefix of a long flag, so the checker does too.
+            prefixed = {options[o] for o in options if o.startswith(name) and o.startswith("--")}
+            action = prefixed.pop() if len(prefixed) == 1 else None
         if action is None:
             deployment.unknown_flags.append(
                 (Setting(value=name, line=flag.line), _suggest(name, list(options)))

@@ -38,7 +38,7 @@ def load_documents(text: str) -> list[tuple[Any, dict[Path, int]]]:
 def flatten_lines(lines: dict[Path, int], prefix: Path) -> dict[str, int]:
     """Lines of the keys below ``prefix``, as dotted paths relative to it."""
     return {
-        ".".join(str(p) for p in path[len(prefix):]): line
+        ".".join(str(p) for p in path[len(prefix) :]): line
         for path, line in lines.items()
         if path[: len(prefix)] == prefix and len(path) > len(prefix)
     }
