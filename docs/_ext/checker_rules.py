@@ -1,0 +1,52 @@
+"""Render the checker's rules table (MyST/Markdown) from its rule files.
+
+``render_rules(release)`` returns the table for one release; as a Sphinx
+extension, ``setup`` writes ``_generated/checker-rules-<release>.md`` for every
+rule file at ``builder-inited``, for a page to ``{include}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ray_serve_npu.check.rules import available_releases, load_rules
+
+
+def _cell(text: str) -> str:
+    # A pipe would end the cell; newlines would end the row.
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def render_rules(release: str) -> str:
+    rules = load_rules(release)
+    lines = [
+        f"Rules for vLLM-Ascend {rules.release} (vLLM {rules.vllm_version}), generated from "
+        f"`src/ray_serve_npu/check/rules/{rules.release}.yaml`.",
+        "",
+        "| Rule | Severity | What | Fix | Source |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rule in rules.rules:
+        source = rule.source.cite()
+        if not rule.source.verified_at_tag:
+            source += " (not verified at the tag)"
+        if rule.source.note:
+            source += f". {rule.source.note}"
+        lines.append(
+            f"| `{rule.id}` | {rule.severity.value} | {_cell(rule.what)} | {_cell(rule.fix)} "
+            f"| {_cell(source)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write_tables(app: Any) -> None:
+    out = Path(app.srcdir) / "_generated"
+    out.mkdir(exist_ok=True)
+    for release in available_releases():
+        (out / f"checker-rules-{release}.md").write_text(render_rules(release))
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("builder-inited", _write_tables)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

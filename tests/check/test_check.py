@@ -1,0 +1,294 @@
+"""Behaviour of `ray-serve-npu check` on the community guide, broken variants and recipes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import DATA, ROOT
+
+from ray_serve_npu.check import check_file, check_paths
+from ray_serve_npu.check.cli import main
+from ray_serve_npu.check.findings import Severity
+
+GUIDE = DATA / "community-guide-compose.yaml"
+
+# The guide's known problems for v0.22.1rc1, by rule and line in the transcription.
+GUIDE_FINDINGS = {
+    ("jemalloc-path-mismatch", 40),
+    ("mlapo-no-effect-deepseek-v4", 54),
+    ("env-balance-scheduling-ignored", 55),
+    ("max-model-len-unproven", 82),
+    ("graph-capture-size-unreachable", 144),
+}
+
+
+def ids(findings) -> set[tuple[str, int]]:
+    return {(f.rule_id, f.line) for f in findings}
+
+
+def variant(tmp_path: Path, text: str, old: str, new: str, name: str = "compose.yaml") -> Path:
+    assert old in text, f"test setup: {old!r} is not in the guide"
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_guide_reports_exactly_its_known_findings() -> None:
+    assert ids(check_file(GUIDE)) == GUIDE_FINDINGS
+
+
+def test_guide_findings_carry_the_fix() -> None:
+    by_rule = {f.rule_id: f for f in check_file(GUIDE)}
+    assert by_rule["jemalloc-path-mismatch"].fix == (
+        'LD_PRELOAD: "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"'
+    )
+    assert "enable_balance_scheduling" in by_rule["env-balance-scheduling-ignored"].fix
+    assert "40..8192" in by_rule["graph-capture-size-unreachable"].message
+    assert "133120" in by_rule["max-model-len-unproven"].fix
+    assert by_rule["env-balance-scheduling-ignored"].severity is Severity.ERROR
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "gone"),
+    [
+        (
+            "/usr/lib64/libjemalloc.so.2",
+            "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+            "jemalloc-path-mismatch",
+        ),
+        (
+            'VLLM_ASCEND_BALANCE_SCHEDULING: "1"',
+            'VLLM_ASCEND_BALANCE_SCHEDULING: "0"',
+            "env-balance-scheduling-ignored",
+        ),
+        ('- "16"', '- "4096"', "graph-capture-size-unreachable"),
+        ('- "1048576"', '- "133120"', "max-model-len-unproven"),
+    ],
+)
+def test_fixing_a_setting_clears_only_its_finding(tmp_path, guide_text, old, new, gone) -> None:
+    found = ids(check_file(variant(tmp_path, guide_text, old, new)))
+    assert {rule for rule, _ in found} == {rule for rule, _ in GUIDE_FINDINGS} - {gone}
+
+
+def test_openeuler_image_takes_the_lib64_path(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path, guide_text, "vllm-ascend:v0.22.1rc1", "vllm-ascend:v0.22.1rc1-openeuler"
+    )
+    assert "jemalloc-path-mismatch" not in {f.rule_id for f in check_file(path)}
+
+
+ADDITIONAL = '"enable_cpu_binding":true,"enable_dsa_cp":false'
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rule", "severity", "fix_part"),
+    [
+        (
+            ADDITIONAL,
+            '"enable_cpu_bindng":true,"enable_dsa_cp":false',
+            "additional-config-unknown-key",
+            Severity.ERROR,
+            "enable_cpu_binding",
+        ),
+        (
+            ADDITIONAL,
+            '"enable_cpu_binding":true,"enable_dsa_cp":false,"no_such_thing":1',
+            "additional-config-unknown-key",
+            Severity.WARNING,
+            "known_keys",
+        ),
+        (
+            '"enable_static_kernel":true',
+            '"enable_static_kernal":true',
+            "additional-config-unknown-key",
+            Severity.ERROR,
+            "enable_static_kernel",
+        ),
+        (
+            '"enable_dsa_cp":false',
+            '"enable_dsa_cp":true',
+            "dsa-cp-requires-flashcomm1",
+            Severity.ERROR,
+            "enable_flashcomm1",
+        ),
+        (
+            '"enable_npugraph_ex":true',
+            '"enable_npugraph_ex":false',
+            "static-kernel-requires-npugraph-ex",
+            Severity.ERROR,
+            "enable_npugraph_ex",
+        ),
+        (
+            '- "8"\n      - --enable-expert-parallel',
+            '- "16"\n      - --enable-expert-parallel',
+            "parallel-exceeds-node",
+            Severity.ERROR,
+            "tensor-parallel-size",
+        ),
+        (
+            '- "1048576"',
+            '- "2097152"',
+            "max-model-len-beyond-documented",
+            Severity.ERROR,
+            "model's limit",
+        ),
+        (
+            "      - --async-scheduling",
+            "      - --async-schedule-it",
+            "vllm-unknown-flag",
+            Severity.ERROR,
+            "--async-scheduling",
+        ),
+        (
+            "    tty: true",
+            "    tty: true\n    privileged: true",
+            "privileged-container",
+            Severity.WARNING,
+            "davinci",
+        ),
+        (
+            'PYTHONHASHSEED: "0"',
+            'PYTHONHASHSEED: "0"\n      HF_TOKEN: "hf_' + "x" * 34 + '"',
+            "secret-in-file",
+            Severity.ERROR,
+            "${HF_TOKEN}",
+        ),
+        (
+            "- /dev/davinci7:/dev/davinci7",
+            "- /dev/davinci15:/dev/davinci15",
+            "image-node-kind-mismatch",
+            Severity.ERROR,
+            "-a3",
+        ),
+    ],
+)
+def test_broken_variant_is_reported(tmp_path, guide_text, old, new, rule, severity, fix_part):
+    findings = [f for f in check_file(variant(tmp_path, guide_text, old, new)) if f.rule_id == rule]
+    assert len(findings) == 1, findings
+    assert findings[0].severity is severity
+    assert fix_part in findings[0].fix
+
+
+def test_dsa_cp_with_flashcomm1_is_fine(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path,
+        guide_text,
+        '"enable_dsa_cp":false',
+        '"enable_dsa_cp":true,"enable_flashcomm1":true',
+    )
+    assert "dsa-cp-requires-flashcomm1" not in {f.rule_id for f in check_file(path)}
+
+
+def test_secret_read_from_environment_is_fine(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path,
+        guide_text,
+        'PYTHONHASHSEED: "0"',
+        'PYTHONHASHSEED: "0"\n      HF_TOKEN: "${HF_TOKEN}"',
+    )
+    assert "secret-in-file" not in {f.rule_id for f in check_file(path)}
+
+
+def test_map_fewer_devices_than_tp(tmp_path, guide_text) -> None:
+    path = variant(tmp_path, guide_text, "      - /dev/davinci7:/dev/davinci7\n", "")
+    found = [f for f in check_file(path) if f.rule_id == "parallel-exceeds-node"]
+    assert len(found) == 1 and "maps 7 davinci devices" in found[0].message
+
+
+def test_max_model_len_above_config_json(tmp_path, guide_text) -> None:
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text(json.dumps({"max_position_embeddings": 65536}))
+    path = variant(tmp_path, guide_text, "- /workspace/DeepSeek-V4-Flash-w8a8-mtp", f"- {weights}")
+    found = [f for f in check_file(path) if f.rule_id == "max-model-len-beyond-documented"]
+    assert len(found) == 1 and "max_position_embeddings 65536" in found[0].message
+
+
+def test_image_of_a_release_without_rules(tmp_path, guide_text) -> None:
+    path = variant(tmp_path, guide_text, "vllm-ascend:v0.22.1rc1", "vllm-ascend:v9.9.9")
+    found = [f for f in check_file(path) if f.rule_id == "release-without-rules"]
+    assert len(found) == 1 and found[0].line == 8
+
+
+def test_serve_yaml() -> None:
+    found = {(f.rule_id, f.line, f.severity) for f in check_file(DATA / "broken-serve.yaml")}
+    assert found == {
+        ("parallel-exceeds-node", 12, Severity.ERROR),
+        ("vllm-unknown-flag", 13, Severity.ERROR),
+        ("static-kernel-requires-npugraph-ex", 17, Severity.ERROR),
+    }
+
+
+def test_command_line() -> None:
+    found = {(f.rule_id, f.line) for f in check_file(DATA / "broken-serve.sh")}
+    assert found == {
+        ("env-flashcomm1-deprecated", 3),
+        ("vllm-unknown-flag", 6),
+        ("vllm-invalid-value", 7),
+    }
+    findings = check_file(DATA / "broken-serve.sh")
+    unknown = next(f for f in findings if f.rule_id == "vllm-unknown-flag")
+    assert "--enable-prefix-caching" in unknown.fix
+
+
+def test_python_recipe() -> None:
+    found = {(f.rule_id, f.line, f.severity) for f in check_file(DATA / "broken-recipe.py")}
+    assert found == {
+        ("dsa-cp-requires-flashcomm1", 13, Severity.ERROR),
+        ("additional-config-unknown-key", 14, Severity.ERROR),
+        ("env-balance-scheduling-ignored", 17, Severity.ERROR),
+    }
+
+
+def test_clean_python_recipe(tmp_path) -> None:
+    text = (DATA / "broken-recipe.py").read_text()
+    text = (
+        text.replace('"enable_cpu_bindng"', '"enable_cpu_binding"')
+        .replace('"enable_dsa_cp": True', '"enable_dsa_cp": False')
+        .replace('"VLLM_ASCEND_BALANCE_SCHEDULING": "1"', '"OMP_NUM_THREADS": "1"')
+    )
+    path = tmp_path / "recipe.py"
+    path.write_text(text)
+    assert check_file(path) == []
+
+
+def test_markdown_dashboard_needs_a_warning() -> None:
+    assert ids(check_file(DATA / "dashboard-page.md")) == {("ray-bound-to-all-interfaces", 4)}
+    assert check_file(DATA / "dashboard-page-warned.md") == []
+
+
+def test_cli_exit_codes_and_formats(capsys) -> None:
+    assert main([str(GUIDE)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(GUIDE_FINDINGS)
+    assert out[0].startswith(f"{GUIDE}:40: error jemalloc-path-mismatch: ")
+    assert out[0].endswith('(fix: LD_PRELOAD: "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")')
+
+    assert main(["--format", "json", str(GUIDE)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {(f["rule_id"], f["line"]) for f in report["findings"]} == GUIDE_FINDINGS
+
+    assert main([str(DATA / "dashboard-page.md")]) == 0  # warnings only
+    assert main([str(DATA / "dashboard-page-warned.md")]) == 0
+    assert main([str(DATA / "no-such-file.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["--release", "v0.0.0", str(GUIDE)]) == 2
+    assert "release" in capsys.readouterr().err
+    assert main([]) == 2
+
+
+def _recipes() -> list[Path]:
+    found = []
+    for folder in ("recipes", "examples"):
+        if (ROOT / folder).is_dir():
+            found += sorted(p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".yaml"))
+    return found
+
+
+@pytest.mark.parametrize("recipe", _recipes() or [None], ids=str)
+def test_every_recipe_is_clean(recipe: Path | None) -> None:
+    if recipe is None:
+        pytest.skip("no recipes/ or examples/ in the tree yet")
+    assert check_paths([recipe]) == []
