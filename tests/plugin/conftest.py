@@ -1,0 +1,33 @@
+"""Fixtures for the plugin's own tests: they need no NPU, no GPU and no engine."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import ray
+
+import ray_serve_npu  # noqa: F401  (activates the npu kind)
+from ray.serve.llm import LLMConfig
+
+
+def make_llm_config(**overrides: Any) -> LLMConfig:
+    """An LLMConfig with a model id and whatever the test sets."""
+    return LLMConfig(model_loading_config={"model_id": "tiny"}, **overrides)
+
+
+@pytest.fixture(scope="session")
+def ray_with_fake_npus() -> Iterator[None]:
+    """A local Ray instance that advertises eight fake NPUs (no device behind them)."""
+    # Ray's socket paths must stay short, hence a short temp dir.
+    with tempfile.TemporaryDirectory(prefix="rsn-", dir="/tmp") as temp_dir:
+        ray.init(num_cpus=4, resources={"NPU": 8}, include_dashboard=False, _temp_dir=temp_dir)
+        try:
+            yield
+        finally:
+            from ray import serve
+
+            serve.shutdown()
+            ray.shutdown()

@@ -1,0 +1,135 @@
+"""The npu kind is active wherever a config is built or unpickled, and only on a tested Ray."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import cloudpickle
+import pytest
+from conftest import make_llm_config
+
+import ray_serve_npu_autoload
+from ray_serve_npu import _patch
+from ray_serve_npu.compat import (
+    RAY_VLLM_PINS,
+    SUPPORTED_RAY,
+    TESTED_RAY,
+    UnsupportedRayError,
+    check_ray_version,
+    ray_for_vllm,
+)
+
+
+def _run_python(code: str, *, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``code`` in a new interpreter that has imported nothing of ours."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+
+
+def test_npu_config_survives_cloudpickle_into_a_fresh_process() -> None:
+    config = make_llm_config(accelerator_config={"kind": "npu"}, engine_kwargs={"tensor_parallel_size": 2})
+    # What a Serve controller or replica does with the config it is sent.
+    result = _run_python(
+        """
+        import sys, cloudpickle
+        config = cloudpickle.loads(sys.stdin.buffer.read())
+        engine_config = config.get_engine_config()
+        print(type(config.accelerator_config).__name__)
+        print(type(engine_config.accelerator).__name__)
+        print(engine_config.placement_bundles)
+        """,
+        stdin=cloudpickle.dumps(config),
+    )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    # vLLM logs to stdout first; the last lines are the script's.
+    assert result.stdout.decode().splitlines()[-3:] == [
+        "NPUConfig",
+        "NPUAccelerator",
+        "[{'NPU': 1}, {'NPU': 1}]",
+    ]
+
+
+def test_dict_form_works_in_a_process_that_never_imports_the_plugin() -> None:
+    # The import hook of ray_serve_npu_autoload.pth; imported by hand here, as
+    # site does at startup, because the tests may run from a source tree.
+    result = _run_python(
+        """
+        import sys, ray_serve_npu_autoload
+        from ray.serve.llm import LLMConfig
+        config = LLMConfig(model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"})
+        print(type(config.get_engine_config().accelerator).__name__)
+        """
+    )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert result.stdout.decode().splitlines()[-1] == "NPUAccelerator"
+
+
+def test_disabled_plugin_leaves_ray_refusing_the_npu_kind() -> None:
+    result = _run_python(
+        """
+        import ray_serve_npu
+        from ray.serve.llm import LLMConfig
+        LLMConfig(model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"})
+        """,
+        RAY_SERVE_NPU_DISABLE="1",
+    )
+    assert result.returncode != 0
+    stderr = result.stderr.decode()
+    assert "disabled by RAY_SERVE_NPU_DISABLE" in stderr
+    assert "'npu'" in stderr and "does not match any of the expected tags" in stderr
+
+
+def test_import_hook_watches_exactly_the_patched_modules() -> None:
+    assert ray_serve_npu_autoload.TARGET_MODULES == _patch.TARGET_MODULES
+
+
+@pytest.mark.parametrize(
+    ("ray_version", "vllm_version", "advice"),
+    [
+        # The vLLM-Ascend v0.22.1rc1 image: Ray 2.48, vLLM 0.22.1.
+        ("2.48.0", "0.22.1", "the Ray whose Serve LLM pins it is 2.56.x: pip install 'ray[serve]~=2.56.1'"),
+        ("2.61.0", "0.29.0", "2.60.x: pip install 'ray[serve]~=2.60.0'"),
+        ("2.55.1", "0.23.0", "No Ray release pins vLLM 0.23.0"),
+        ("2.55.1", None, ""),
+    ],
+)
+def test_version_guard_names_range_and_the_ray_for_your_vllm(
+    ray_version: str, vllm_version: str | None, advice: str
+) -> None:
+    with pytest.raises(UnsupportedRayError) as raised:
+        check_ray_version(ray_version, vllm_version)
+    message = str(raised.value)
+    assert f"supports ray {SUPPORTED_RAY}" in message
+    assert f"found ray {ray_version}" in message
+    assert advice in message
+
+
+@pytest.mark.parametrize("ray_version", [*TESTED_RAY, *RAY_VLLM_PINS])
+def test_version_guard_accepts_the_supported_range(ray_version: str) -> None:
+    check_ray_version(ray_version, None)
+
+
+def test_each_pinned_vllm_pairs_with_its_own_ray() -> None:
+    assert {ray_for_vllm(vllm): ray for ray, vllm in RAY_VLLM_PINS.items()} == {
+        ray: ray for ray in RAY_VLLM_PINS
+    }
+
+
+def test_import_fails_on_an_untested_ray() -> None:
+    result = _run_python(
+        """
+        import ray
+        ray.__version__ = "2.48.0"
+        import ray_serve_npu
+        """
+    )
+    assert result.returncode != 0
+    assert "UnsupportedRayError: ray-serve-npu supports ray" in result.stderr.decode()
