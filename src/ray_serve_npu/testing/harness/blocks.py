@@ -1,0 +1,203 @@
+"""A page as the harness sees it: its blocks, each with language, shown text and marker."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fences import DIRECTIVE, Fence, find_fences
+from .literalinclude import DirectiveOption, Included, read_literalinclude
+from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
+from .problems import Location, PageProblem
+
+
+class Language(enum.Enum):
+    PYTHON = "python"
+    SHELL = "shell"
+    YAML = "yaml"
+    JSON = "json"
+    TOML = "toml"
+    DOCKERFILE = "dockerfile"
+    #: Shown only: ``text`` and anything else without a checker (named in the summary).
+    OTHER = "other"
+
+
+_LANGUAGES = {
+    "python": Language.PYTHON,
+    "py": Language.PYTHON,
+    "python3": Language.PYTHON,
+    "bash": Language.SHELL,
+    "sh": Language.SHELL,
+    "shell": Language.SHELL,
+    "console": Language.SHELL,
+    "yaml": Language.YAML,
+    "yml": Language.YAML,
+    "json": Language.JSON,
+    "toml": Language.TOML,
+    "dockerfile": Language.DOCKERFILE,
+    "docker": Language.DOCKERFILE,
+}
+_OPTION = re.compile(r"^:(?P<name>[\w-]+):\s*(?P<value>.*)$")
+#: ``console`` blocks mark commands with a prompt; the rest of them is output.
+_CONSOLE_PROMPT = "$ "
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    #: Page line of the opening fence.
+    line: int
+    #: The language as written (``bash``), and what it is checked as.
+    language_name: str
+    language: Language
+    #: The code the page shows (a console block: its commands only).
+    text: str
+    #: Page line of the first line of ``text``; None for a literalinclude.
+    text_line: int | None
+    include: Included | None
+    marker: Marker | None
+
+    @property
+    def kind(self) -> MarkerKind | None:
+        return self.marker.kind if self.marker else None
+
+    @property
+    def label(self) -> str:
+        """Short name for test ids: ``bash``, ``bash-server``, ``literalinclude-python``."""
+        base = f"literalinclude-{self.language_name}" if self.include else self.language_name
+        return f"{base}-{self.kind.value}" if self.kind else base
+
+    @property
+    def where(self) -> Location:
+        return Location(self.page, self.line)
+
+    def problem(self, text_lineno: int, what: str, fix: str) -> PageProblem:
+        """A problem at line ``text_lineno`` (1-based) of the shown text, located on the page."""
+        if self.text_line is not None:
+            return PageProblem(Location(self.page, self.text_line + text_lineno - 1), what, fix)
+        assert self.include is not None
+        source = self.include.file
+        file_line = self.include.first_file_line
+        shown = f"{source}:{file_line + text_lineno - 1}" if file_line else f"{source}"
+        return PageProblem(self.where, f"{what} (in the included {shown})", fix)
+
+
+@dataclass(frozen=True)
+class PageItem:
+    """One thing to test on a page: a block, or a problem found while reading the page."""
+
+    start: int
+    end: int
+    block: Block | None
+    problem: PageProblem | None
+
+
+def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
+    """Every block of the page, in order, with problems as items so the rest still runs."""
+    lines = text.splitlines()
+    try:
+        fences = find_fences(text, page)
+    except PageProblem as problem:
+        return [PageItem(0, len(text), None, problem)]
+    items: list[PageItem] = []
+    marker_lines = {fence.line - 1 for fence in fences}
+    fenced_lines = {
+        n for fence in fences for n in range(fence.line, fence.line + len(fence.body) + 2)
+    }
+    offset = 0
+    for number, line in enumerate(lines, start=1):
+        if MARKER_LINE.match(line.strip()) and number not in marker_lines | fenced_lines:
+            where = Location(page, number)
+            items.append(
+                PageItem(
+                    offset,
+                    offset + len(line),
+                    None,
+                    PageProblem(
+                        where,
+                        "test marker not followed by a block",
+                        "put the marker on the line right before the block's opening fence",
+                    ),
+                )
+            )
+        offset += len(line) + 1
+    for fence in fences:
+        try:
+            marker = _marker_before(fence, lines, page)
+            items.append(
+                PageItem(fence.start, fence.end, _block(fence, marker, page, docs_root), None)
+            )
+        except PageProblem as problem:
+            items.append(PageItem(fence.start, fence.end, None, problem))
+    return sorted(items, key=lambda item: item.start)
+
+
+def _marker_before(fence: Fence, lines: list[str], page: Path) -> Marker | None:
+    if fence.line < 2:
+        return None
+    return parse_marker(lines[fence.line - 2], Location(page, fence.line - 1))
+
+
+def _block(fence: Fence, marker: Marker | None, page: Path, docs_root: Path) -> Block:
+    where = Location(page, fence.line)
+    directive = DIRECTIVE.match(fence.info)
+    if directive is None:
+        language_name, text = fence.info.split(maxsplit=1)[0] if fence.info else "", fence.body
+        text_line = fence.line + 1
+    else:
+        options, content = _split_options(fence.body, fence.line)
+        if directive["name"] == "literalinclude":
+            if any(line.strip() for line in content):
+                raise PageProblem(
+                    where, "literalinclude takes no content", "move the lines into the file"
+                )
+            included = read_literalinclude(
+                page, fence.line, directive["argument"].strip(), options, docs_root
+            )
+            if not included.language:
+                raise PageProblem(
+                    where,
+                    "literalinclude of a file of unknown type",
+                    "add :language: (python, bash, yaml...)",
+                )
+            return _with_language(
+                page, fence.line, included.language, included.text, None, included, marker
+            )
+        language_name, text = directive["argument"].strip(), content
+        text_line = fence.line + 1 + len(fence.body) - len(content)
+    if not language_name:
+        raise PageProblem(where, "a fence without a language", "name it: bash, python, text...")
+    if language_name == "console":
+        # Output lines become empty lines, so that line numbers stay the page's.
+        text = [
+            line[len(_CONSOLE_PROMPT) :] if line.startswith(_CONSOLE_PROMPT) else ""
+            for line in text
+        ]
+    return _with_language(page, fence.line, language_name, "\n".join(text), text_line, None, marker)
+
+
+def _with_language(
+    page: Path,
+    line: int,
+    language_name: str,
+    text: str,
+    text_line: int | None,
+    include: Included | None,
+    marker: Marker | None,
+) -> Block:
+    language_name = language_name.lower()
+    language = _LANGUAGES.get(language_name, Language.OTHER)
+    return Block(page, line, language_name, language, text, text_line, include, marker)
+
+
+def _split_options(body: list[str], line: int) -> tuple[list[DirectiveOption], list[str]]:
+    """A directive's leading ``:name: value`` lines, and the content after them."""
+    options = []
+    for index, body_line in enumerate(body):
+        match = _OPTION.match(body_line.strip())
+        if match is None:
+            return options, body[index:]
+        options.append(DirectiveOption(match["name"], match["value"].strip(), line + 1 + index))
+    return options, []

@@ -1,0 +1,224 @@
+"""The pytest plugin: Sybil collects ``docs/**/*.md``; each block is one test, in page order.
+
+Without ``--run-recipes`` every block gets its static checks. With it, each page also runs
+as one scenario on the selected tier (:func:`ray_serve_npu.testing.ascend_tier.select_tier`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sybil import Document, Example, Region, Sybil
+
+from ..tier import Tier
+from .blocks import Block, Language, PageItem, read_page
+from .client_checks import check_client_block
+from .markers import MarkerKind
+from .problems import PageProblem, display_path
+from .scenario import PageScenario
+from .server_config import ServerConfig, server_config
+from .static_checks import STATIC_CHECKS, shellcheck_path
+from .summary import Tally
+
+RUN_RECIPES = "--run-recipes"
+
+
+@dataclass(frozen=True)
+class TierChoice:
+    """The tier pages run on: its name (known at collection, for test ids) and how to start it."""
+
+    name: str
+    start: Callable[[Path], contextlib.AbstractContextManager[Tier]]
+
+
+#: Set by a conftest's ``pytest_configure`` to run pages on another tier (the self-tests' mock).
+TIER_CHOICE = pytest.StashKey[TierChoice]()
+_TALLY = pytest.StashKey[Tally]()
+_SYBIL = pytest.StashKey[Sybil]()
+
+
+@dataclass(frozen=True)
+class BlockInPage:
+    """A page item with what its checks need from the rest of the page."""
+
+    item: PageItem
+    #: The server block the item's clients talk to (the last one before it).
+    server: Block | None
+    #: The block right before it (what an expected-output block belongs to).
+    previous: Block | None
+
+
+@dataclass
+class PageRun:
+    """One page's state while its blocks are tested (the ``docs_page`` fixture)."""
+
+    tally: Tally
+    recipes: Path
+    scenario: PageScenario | None
+    server_configs: dict[int, ServerConfig | PageProblem] = field(default_factory=dict)
+
+    def server_config(self, server: Block) -> ServerConfig:
+        if server.line not in self.server_configs:
+            try:
+                self.server_configs[server.line] = server_config(server, self.recipes)
+            except PageProblem as problem:
+                self.server_configs[server.line] = problem
+        found = self.server_configs[server.line]
+        if isinstance(found, PageProblem):
+            raise found
+        return found
+
+
+def check_block(in_page: BlockInPage, page_run: PageRun) -> None:
+    """Static checks of one block, then (with a scenario) its run; raises PageProblem."""
+    if in_page.item.problem is not None:
+        raise in_page.item.problem
+    block = in_page.item.block
+    assert block is not None
+    check = STATIC_CHECKS.get(block.language)
+    if check is None and block.kind is not MarkerKind.OUTPUT:
+        # Shown only (``text``...): nothing to check or run; the summary counts it.
+        unchecked = page_run.tally.unchecked
+        unchecked[block.language_name] = unchecked.get(block.language_name, 0) + 1
+        return
+    if check is not None:
+        check(block)
+    if block.kind is MarkerKind.OUTPUT and (
+        in_page.previous is None or in_page.previous.language is not Language.SHELL
+    ):
+        raise PageProblem(
+            block.where,
+            "expected output that follows no shell block",
+            "put `% test: output` right after the bash block whose output it shows",
+        )
+    config = None
+    if block.kind is MarkerKind.SERVER:
+        config = page_run.server_config(block)
+    elif in_page.server is not None:
+        try:
+            served = page_run.server_config(in_page.server)
+        except PageProblem:
+            served = None  # the server block's own test reports it
+        if served is not None:
+            check_client_block(block, served, page_run.recipes)
+    if page_run.scenario is None:
+        page_run.tally.static.append(str(block.where))
+    else:
+        page_run.scenario.run(block, config)
+
+
+def evaluate(example: Example) -> str | None:
+    try:
+        check_block(example.parsed, example.namespace["docs_page"])
+    except PageProblem as problem:
+        return str(problem)
+    return None
+
+
+class DocsSybil(Sybil):
+    """Sybil over ``docs/``: MyST pages outside ``_build``-like folders, ids naming the tier."""
+
+    def __init__(self, docs_root: Path, tier_label: str, tally: Tally) -> None:
+        super().__init__(
+            parsers=[self.parse_page], path=str(docs_root), fixtures=["docs_page"], name="docs"
+        )
+        self.docs_root = docs_root
+        self.tier_label = tier_label
+        self.tally = tally
+
+    def should_parse(self, path: Path) -> bool:
+        try:
+            relative = path.relative_to(self.docs_root)
+        except ValueError:
+            return False
+        return path.suffix == ".md" and not any(p.startswith(("_", ".")) for p in relative.parts)
+
+    def identify(self, example: Example) -> str:
+        in_page: BlockInPage = example.parsed
+        label = in_page.item.block.label if in_page.item.block else "page"
+        return f"line:{example.line},{label}[{self.tier_label}]"
+
+    def parse_page(self, document: Document) -> Iterator[Region]:
+        items = read_page(document.text, Path(document.path), self.docs_root)
+        self.tally.pages[display_path(Path(document.path))] = len(items)
+        server = previous = None
+        for item in items:
+            yield Region(item.start, item.end, BlockInPage(item, server, previous), evaluate)
+            if item.block is not None:
+                previous = item.block
+                if item.block.kind is MarkerKind.SERVER:
+                    server = item.block
+
+
+def _tier_choice(config: pytest.Config) -> TierChoice:
+    if TIER_CHOICE not in config.stash:
+        from ..ascend_tier import detect_npus, planned_tier_name, select_tier
+
+        npus = detect_npus()
+        config.stash[TIER_CHOICE] = TierChoice(
+            planned_tier_name(npus), lambda workdir: select_tier(workdir, npus=npus)
+        )
+    return config.stash[TIER_CHOICE]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("docs harness").addoption(
+        RUN_RECIPES,
+        action="store_true",
+        help="run every page's recipes: on Ascend NPUs where present, else on the fake-NPU tier",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_TALLY] = Tally(tier=None, shellcheck=shellcheck_path() is not None)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    if _SYBIL not in config.stash:
+        tally = config.stash[_TALLY]
+        if config.getoption(RUN_RECIPES):
+            tally.tier = _tier_choice(config).name
+        config.stash[_SYBIL] = DocsSybil(config.rootpath / "docs", tally.tier or "static", tally)
+    return config.stash[_SYBIL].pytest()(file_path, parent)
+
+
+@pytest.fixture(scope="session")
+def recipe_tier(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Tier]:
+    """The tier every page runs on, started once for the session."""
+    choice = _tier_choice(request.config)
+    with choice.start(tmp_path_factory.mktemp("recipe-tier")) as tier:
+        if tier.name != choice.name:
+            raise RuntimeError(f"tier {tier.name!r} started where {choice.name!r} was planned")
+        yield tier
+
+
+@pytest.fixture(scope="module")
+def docs_page(request: pytest.FixtureRequest) -> Iterator[PageRun]:
+    """One page's run; what its blocks started stops after its last block, also on failure."""
+    config = request.config
+    tally = config.stash[_TALLY]
+    recipes = config.rootpath / "recipes"
+    with contextlib.ExitStack() as stack:
+        scenario = None
+        if config.getoption(RUN_RECIPES):
+            tier: Tier = request.getfixturevalue("recipe_tier")
+            scenario = PageScenario(tier, recipes, stack, tally)
+        yield PageRun(tally, recipes, scenario)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    tally = config.stash[_TALLY]
+    if not tally.pages and not config.getoption(RUN_RECIPES):
+        return
+    terminalreporter.section("docs harness")
+    for line in tally.lines():
+        terminalreporter.write_line(line)

@@ -1,0 +1,157 @@
+"""One page as one scenario: its blocks run in page order against a tier's server."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from ..tier import Server, Tier
+from .blocks import Block, Language
+from .markers import MarkerKind
+from .output import compare_output
+from .problems import PageProblem
+from .server_config import ServerConfig
+from .summary import Tally
+
+#: How long one client block may take (a chat request on the fake tier takes well under 1 s).
+BLOCK_TIMEOUT_S = 300
+#: Lines of server log shown when a block fails.
+LOG_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class BlockOutput:
+    block: Block
+    stdout: str
+
+
+class PageScenario:
+    """Runs a page's blocks in order, in ``recipes``; the page's ExitStack stops what they start."""
+
+    def __init__(
+        self, tier: Tier, recipes: Path, stack: contextlib.ExitStack, tally: Tally
+    ) -> None:
+        self.tier = tier
+        self.recipes = recipes
+        self.tally = tally
+        self._page_stack = stack
+        self._server_stack: contextlib.ExitStack | None = None
+        self._server: Server | None = None
+        #: The server block that failed to start; blocks after it do not run.
+        self._failed_server: Block | None = None
+        #: What the previous runnable block printed, None if it did not run.
+        self._last_output: BlockOutput | None = None
+
+    def run(self, block: Block, server: ServerConfig | None) -> None:
+        """Run ``block`` as a reader would; skip it (with the page's reason) where the page says."""
+        kind = block.kind
+        skipped_here = kind is MarkerKind.SKIP or (kind is MarkerKind.SKIP_FAKE and self.tier.fake)
+        if block.marker and skipped_here:
+            self._last_output = None
+            self._skip(block, f"[{kind.value}] {block.marker.reason}")
+        if kind is MarkerKind.OUTPUT:
+            self._compare(block)
+        elif block.language is not Language.SHELL:
+            self.tally.static.append(str(block.where))
+        elif kind is MarkerKind.CLUSTER:
+            self._start_cluster(block)
+        elif kind is MarkerKind.SERVER:
+            assert server is not None, "a server block's config is read before it runs"
+            self._start_server(block, server)
+        else:
+            if self._failed_server is not None:
+                self._last_output = None
+                failed = self._failed_server.where
+                self._skip(block, f"the server block at {failed} failed to start")
+            self._last_output = BlockOutput(block, self._run_shell(block))
+            self.tally.run.append(str(block.where))
+
+    def _skip(self, block: Block, why: str) -> NoReturn:
+        self.tally.skipped.append((str(block.where), why))
+        pytest.skip(f"{block.where}: {why}")
+
+    def _compare(self, block: Block) -> None:
+        previous = self._last_output
+        if previous is None:
+            self._skip(block, "expected output of the previous block, which did not run")
+        difference = compare_output(block.text, previous.stdout)
+        if difference is not None:
+            raise PageProblem(
+                block.where,
+                f"the output of the block at {previous.block.where} no longer matches:\n"
+                f"{difference}",
+                "update the expected output, or write ... where it varies",
+            )
+        self.tally.run.append(str(block.where))
+
+    def _start_cluster(self, block: Block) -> None:
+        self._last_output = None
+        if self.tier.fake:
+            # The fake tier already runs a Ray cluster with fake NPUs in its place.
+            self._skip(block, f"replaced by the {self.tier.name} tier's own Ray cluster")
+        self._page_stack.callback(subprocess.run, ["ray", "stop"], env=self._env(), check=False)
+        self._run_shell(block)
+        self.tally.run.append(str(block.where))
+
+    def _start_server(self, block: Block, config: ServerConfig) -> None:
+        self._last_output = None
+        if self._server_stack is not None:
+            self._server_stack.close()
+        self._server_stack = self._page_stack.enter_context(contextlib.ExitStack())
+        self._failed_server = block
+        try:
+            self._server = self._server_stack.enter_context(
+                self.tier.serve(block.text, cwd=self.recipes, port=config.port)
+            )
+        except Exception as error:
+            raise PageProblem(
+                block.where,
+                f"the server did not start on the {self.tier.name} tier: {error}",
+                "fix the recipe the block starts (its output is above)",
+            ) from error
+        self._failed_server = None
+        self.tally.run.append(str(block.where))
+
+    def _env(self) -> dict[str, str]:
+        # `python` in a block is the interpreter running the tests, with its packages.
+        bin_dir = str(Path(sys.executable).parent)
+        return {
+            **os.environ,
+            **self.tier.env(),
+            "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+        }
+
+    def _run_shell(self, block: Block) -> str:
+        try:
+            result = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", block.text],
+                cwd=self.recipes, env=self._env(), capture_output=True, text=True,
+                timeout=BLOCK_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as error:
+            raise PageProblem(
+                block.where,
+                f"the block did not finish in {BLOCK_TIMEOUT_S} s{self._server_log()}",
+                'make the block finish, or mark it `% test: skip "reason"`',
+            ) from error
+        if result.returncode != 0:
+            raise PageProblem(
+                block.where,
+                f"the block exited with {result.returncode}\n--- stdout\n{result.stdout}"
+                f"--- stderr\n{result.stderr}{self._server_log()}",
+                "fix the command or the recipe it runs",
+            )
+        return result.stdout
+
+    def _server_log(self) -> str:
+        if self._server is None:
+            return ""
+        tail = self._server.logs().splitlines()[-LOG_TAIL_LINES:]
+        return "\n--- server log (last lines)\n" + "\n".join(tail)
