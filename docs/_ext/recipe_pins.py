@@ -1,0 +1,51 @@
+"""Fail the build when a recipe pins another release than ``ray_serve_npu.compat``.
+
+``recipes/Dockerfile`` and ``recipes/docker-compose.yaml`` must state their pins
+literally (a reader copies them), so this check keeps them equal to the one
+definition the pages are built from.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from ray_serve_npu import compat, hardware
+
+logger = logging.getLogger(__name__)
+
+
+def check_pins(recipes: Path) -> list[str]:
+    """Return one message per recipe pin that disagrees with the package."""
+    release = compat.VLLM_ASCEND
+    problems: list[str] = []
+    dockerfile = (recipes / "Dockerfile").read_text()
+    wanted = {
+        "VLLM_ASCEND_IMAGE": hardware.image(release.tag, hardware.A2),
+        "RAY_VERSION": release.ray,
+    }
+    for name, value in wanted.items():
+        found = re.search(rf"^ARG {name}=(\S+)$", dockerfile, re.MULTILINE)
+        if found is None or found.group(1) != value:
+            problems.append(
+                f"recipes/Dockerfile: ARG {name} is "
+                f"{found.group(1) if found else 'missing'}, expected {value}"
+            )
+    compose = (recipes / "docker-compose.yaml").read_text()
+    image = hardware.image(release.tag, hardware.A2)
+    if f"image: {image}\n" not in compose:
+        problems.append(f"recipes/docker-compose.yaml: expected image {image}")
+    return problems
+
+
+def _builder_inited(app: Sphinx) -> None:
+    for problem in check_pins(Path(app.confdir).parent / "recipes"):
+        logger.warning(problem)
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("builder-inited", _builder_inited)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,152 @@
+"""Sphinx configuration for the ray-serve-npu site (``nox -s docs``).
+
+Every version and image tag on the pages comes from ``ray_serve_npu.compat`` and
+``ray_serve_npu.hardware`` through ``myst_substitutions``; no number is restated here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(DOCS / "_ext"))
+
+from ray_serve_npu import compat, hardware  # noqa: E402
+
+project = "ray-serve-npu"
+author = "ray-serve-npu developers"
+copyright = "2026, ray-serve-npu developers"
+
+extensions = [
+    "myst_nb",
+    "sphinx_design",
+    "sphinx_copybutton",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "code_substitutions",
+    "recipe_pins",
+]
+
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/.pytest_cache"]
+nitpicky = True
+# Targets in Ray, pydantic and the standard library that this site has no inventory
+# for (no intersphinx: the build must work without network access).
+nitpick_ignore_regex = [
+    (r"py:.*", r"(ray|pydantic|packaging|enum)\..*"),
+    (r"py:.*", r"(PlacementGroup|Application|SpecifierSet|NodeKind|AscendRelease)"),
+    (r"py:.*", r"(Literal|Any|Mapping|Enum)"),
+]
+
+# MyST through myst-nb; no notebook is executed.
+nb_execution_mode = "off"
+myst_enable_extensions = ["colon_fence", "substitution", "deflist", "fieldlist"]
+myst_heading_anchors = 3
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+
+# -- Versions and image tags: defined once, from the package -----------------
+
+_release = compat.VLLM_ASCEND
+_ray = _release.ray
+_newest_ray = compat.TESTED_RAY[-1]
+_number_words = dict(enumerate("zero one two three four five six seven eight nine".split()))
+
+
+def _in_words(number: int) -> str:
+    """Ray's style: zero to nine in words, larger numbers as digits."""
+    return _number_words.get(number, str(number))
+
+
+def _pin_table() -> str:
+    rows = [
+        "| Ray | vLLM its Serve LLM pins | vLLM-Ascend image to pair with |",
+        "| --- | --- | --- |",
+    ]
+    for ray_version, vllm_version in compat.RAY_VLLM_PINS.items():
+        paired = (
+            f"`{_release.tag}` (vLLM {_release.vllm})"
+            if compat.ray_for_vllm(_release.vllm) == ray_version
+            else "none in these recipes"
+        )
+        rows.append(f"| {compat.ray_series(ray_version)} | {vllm_version} | {paired} |")
+    return "\n".join(rows)
+
+
+myst_substitutions = {
+    "vllm_ascend_version": _release.tag,
+    "vllm_version": _release.vllm,
+    "cann_version": _release.cann,
+    "torch_version": _release.torch,
+    "torch_npu_version": _release.torch_npu,
+    "ray_version": _ray,
+    "ray_series": compat.ray_series(_ray),
+    "ray_vllm_pin": compat.RAY_VLLM_PINS[_ray],
+    "newest_ray": _newest_ray,
+    "newest_ray_vllm_pin": compat.RAY_VLLM_PINS[_newest_ray],
+    "supported_ray": str(compat.SUPPORTED_RAY),
+    "tested_ray_low": compat.TESTED_RAY[0],
+    "tested_ray_high": compat.TESTED_RAY[-1],
+    "image_repository": hardware.IMAGE_REPOSITORY,
+    "image_a2": hardware.image(_release.tag, hardware.A2),
+    "image_a3": hardware.image(_release.tag, hardware.A3),
+    "image_a2_openeuler": hardware.image(_release.tag, hardware.A2, openeuler=True),
+    "a2_devices": str(hardware.A2.devices_per_node),
+    "a3_devices": str(hardware.A3.devices_per_node),
+    "a2_devices_words": _in_words(hardware.A2.devices_per_node),
+    "a3_devices_words": _in_words(hardware.A3.devices_per_node),
+    "a2_last_device": str(hardware.A2.devices_per_node - 1),
+    "a3_last_device": str(hardware.A3.devices_per_node - 1),
+    "jemalloc_ubuntu": hardware.JEMALLOC_PATHS["ubuntu"],
+    "jemalloc_openeuler": hardware.JEMALLOC_PATHS["openeuler"],
+    "npu_resource": hardware.NPU_RESOURCE,
+    "visible_devices_env": hardware.VISIBLE_DEVICES_ENV_VAR,
+    "noset_visible_devices_env": hardware.NOSET_VISIBLE_DEVICES_ENV_VAR,
+    "pin_table": _pin_table(),
+}
+
+# -- HTML -------------------------------------------------------------------
+
+html_theme = "pydata_sphinx_theme"
+html_title = "ray-serve-npu"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_static_path: list[str] = []
+html_show_sourcelink = False
+
+# No prompts on the pages; strip none, copy what is shown.
+copybutton_exclude = ".linenos, .gp, .go"
+
+
+
+def _prose_aware_inline_attribute(original):
+    """Wrap napoleon's reader of attribute docstrings.
+
+    Napoleon reads the first line of a data or attribute docstring as
+    ``type: description``. The package's ``#:`` comments are prose that often
+    starts with ``Some words: ...``; a "type" with spaces in it is prose, so keep
+    the whole docstring as the description.
+    """
+
+    def consume(self):
+        first = self._lines.get(0)
+        head = first.split(":", 1)[0].strip() if isinstance(first, str) else ""
+        if ":" in (first or "") and " " in head:
+            return "", self._dedent(self._consume_to_end())
+        return original(self)
+
+    return consume
+
+
+def setup(app):
+    from sphinx.ext.napoleon import docstring
+
+    docstring.GoogleDocstring._consume_inline_attribute = _prose_aware_inline_attribute(
+        docstring.GoogleDocstring._consume_inline_attribute
+    )
