@@ -1,9 +1,10 @@
-"""Apply ``myst_substitutions`` inside code fences too.
+"""Apply ``myst_substitutions`` in code too.
 
-MyST substitutes ``{{ name }}`` in prose but leaves code literal. Pages need the
-image tags and versions in commands as well, from the same single definition,
-so this extension replaces ``{{ name }}`` inside fenced code blocks when Sphinx
-reads a page. An unknown name fails the build.
+MyST substitutes ``{{ name }}`` in prose but leaves code, inline code and
+headings' reference titles literal. Pages need the image tags and versions in
+commands and in `inline code` as well, from the same single definition, so this
+extension replaces ``{{ name }}`` in code fences and inline code spans when
+Sphinx reads a page, and leaves the rest to MyST. An unknown name fails the build.
 """
 
 from __future__ import annotations
@@ -50,8 +51,37 @@ def substitute_code(text: str, values: dict[str, str], docname: str = "") -> str
     return "".join(out)
 
 
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def substitute_inline(text: str, values: dict[str, str], docname: str = "") -> str:
+    """Replace ``{{ name }}`` inside inline code spans outside fences."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        match = _FENCE.match(line)
+        if match and not match.group(2).startswith(":"):
+            if fence is None:
+                fence = match.group(2)
+            elif match.group(2) == fence and not match.group(3).strip():
+                fence = None
+            out.append(line)
+            continue
+        if fence is not None:
+            out.append(line)
+            continue
+
+        def fill(span: re.Match[str]) -> str:
+            body = _NAME.sub(lambda f: str(values.get(f.group(1), f.group(0))), span.group(2))
+            return span.group(1) + body + span.group(1)
+
+        out.append(_INLINE_CODE.sub(fill, line))
+    return "".join(out)
+
+
 def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
-    source[0] = substitute_code(source[0], app.config.myst_substitutions, docname)
+    values = app.config.myst_substitutions
+    source[0] = substitute_inline(substitute_code(source[0], values, docname), values, docname)
 
 
 def setup(app: Sphinx) -> dict[str, object]:
