@@ -10,7 +10,7 @@ from pathlib import Path
 from .fences import DIRECTIVE, Fence, find_fences
 from .literalinclude import DirectiveOption, Included, read_literalinclude
 from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
-from .problems import Location, PageProblem
+from .problems import Location, PageProblem, display_path
 
 
 class Language(enum.Enum):
@@ -78,9 +78,9 @@ class Block:
         if self.text_line is not None:
             return PageProblem(Location(self.page, self.text_line + text_lineno - 1), what, fix)
         assert self.include is not None
-        source = self.include.file
+        source = display_path(self.include.file)
         file_line = self.include.first_file_line
-        shown = f"{source}:{file_line + text_lineno - 1}" if file_line else f"{source}"
+        shown = f"{source}:{file_line + text_lineno - 1}" if file_line else source
         return PageProblem(self.where, f"{what} (in the included {shown})", fix)
 
 

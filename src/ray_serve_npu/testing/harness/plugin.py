@@ -7,6 +7,7 @@ as one scenario on the selected tier (:func:`ray_serve_npu.testing.ascend_tier.s
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from .problems import PageProblem, display_path
 from .scenario import PageScenario
 from .server_config import ServerConfig, server_config
 from .static_checks import STATIC_CHECKS, shellcheck_path
+from .substitutions import code_substituter
 from .summary import Tally
 
 RUN_RECIPES = "--run-recipes"
@@ -129,6 +131,18 @@ class DocsSybil(Sybil):
         self.docs_root = docs_root
         self.tier_label = tier_label
         self.tally = tally
+
+    @functools.cached_property
+    def substitute(self) -> Callable[[str], str]:
+        return code_substituter(self.docs_root)
+
+    def parse(self, path: Path) -> Document:
+        """As Sybil's, on the page text after the build's code substitutions (same lines)."""
+        document = Document(self.substitute(path.read_text(encoding=self.encoding)), str(path))
+        for parser in self.parsers:
+            for region in parser(document):
+                document.add(region)
+        return document
 
     def should_parse(self, path: Path) -> bool:
         try:

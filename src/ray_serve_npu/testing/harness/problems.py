@@ -32,4 +32,4 @@ def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return str(path)
+        return str(path.resolve())

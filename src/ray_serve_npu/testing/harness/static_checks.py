@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable
 
 import yaml
@@ -25,6 +26,8 @@ _SHELLCHECK_EXCLUDED = "SC2034,SC2154"
 _BASH_LINE = re.compile(r"line (\d+): (.*)")
 _SHELLCHECK_LINE = re.compile(r"^-:(\d+):(\d+): (\w+): (.*)$")
 _TOML_LINE = re.compile(r"line (\d+)")
+#: ``RUN <<EOF`` / ``RUN python3 - <<'PY'``: the lines up to the terminator are not instructions.
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 DOCKERFILE_INSTRUCTIONS = {
     "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK",
     "LABEL", "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
@@ -39,7 +42,8 @@ def shellcheck_path() -> str | None:
 
 def check_python(block: Block) -> None:
     try:
-        compile(block.text, str(block.page), "exec", dont_inherit=True)
+        # An excerpt from inside a function or `if` is shown indented; it compiles dedented.
+        compile(textwrap.dedent(block.text), str(block.page), "exec", dont_inherit=True)
     except SyntaxError as error:
         raise block.problem(
             error.lineno or 1,
@@ -107,8 +111,12 @@ def check_toml(block: Block) -> None:
 
 def check_dockerfile(block: Block) -> None:
     continued = False
+    heredoc_end = None
     for number, line in enumerate(block.text.splitlines(), start=1):
         stripped = line.strip()
+        if heredoc_end is not None:
+            heredoc_end = None if stripped == heredoc_end else heredoc_end
+            continue
         starts_instruction = not continued and stripped and not stripped.startswith("#")
         continued = stripped.endswith("\\") or (continued and stripped.startswith("#"))
         if not starts_instruction:
@@ -118,6 +126,8 @@ def check_dockerfile(block: Block) -> None:
             raise block.problem(
                 number, f"unknown Dockerfile instruction {instruction}", "fix the instruction"
             )
+        heredoc = _HEREDOC.search(stripped)
+        heredoc_end = heredoc[1] if heredoc else None
 
 
 #: The static check of each language; OTHER (text, ...) has none.
