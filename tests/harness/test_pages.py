@@ -181,3 +181,15 @@ def test_breakage_fails_the_suite_naming_page_and_line(
     where = f"{PAGE}:{line}" if breakage.path == PAGE else f"{PAGE}:80"
     message = breakage.message.format(port=seeded.port)
     result.stdout.fnmatch_lines([f"{where}: {message}*", "  fix: *"])
+    if breakage.run:
+        # The page's server stops after its last block, also when a block failed.
+        assert seeded.tier.stopped == [seeded.port]
+
+
+def test_without_pages_run_recipes_says_so_and_needs_no_server(seeded: SeededRepo) -> None:
+    shutil.rmtree(seeded.pytester.path / "docs")
+    seeded.pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    result = seeded.run("--run-recipes")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*tier mock): 0 pages, 0 blocks*", "*no pages found under docs/"])
+    assert seeded.tier.served == []

@@ -1,0 +1,117 @@
+"""The harness's parsers and comparisons, one behaviour each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.testing.harness.blocks import read_page
+from ray_serve_npu.testing.harness.fences import find_fences
+from ray_serve_npu.testing.harness.markers import MarkerKind, parse_marker
+from ray_serve_npu.testing.harness.output import compare_output
+from ray_serve_npu.testing.harness.problems import Location, PageProblem
+from ray_serve_npu.testing.harness.server_config import server_config
+
+PAGE = Path("docs/page.md")
+HERE = Location(PAGE, 3)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "reason"),
+    [
+        ("% test: server", MarkerKind.SERVER, ""),
+        ('% test: skip "downloads weights"', MarkerKind.SKIP, "downloads weights"),
+        ('% test: skip-fake "needs NPUs"', MarkerKind.SKIP_FAKE, "needs NPUs"),
+    ],
+)
+def test_markers_parse(line: str, kind: MarkerKind, reason: str) -> None:
+    marker = parse_marker(line, HERE)
+    assert marker is not None and (marker.kind, marker.reason) == (kind, reason)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("% test: serve", "unknown test marker"),
+        ("% test: skip", "`% test: skip` without a reason"),
+        ('% test: server "why"', "`% test: server` takes no reason"),
+    ],
+)
+def test_bad_markers_name_page_and_line(line: str, message: str) -> None:
+    with pytest.raises(PageProblem, match=rf"^docs/page.md:3: {message}"):
+        parse_marker(line, HERE)
+
+
+def test_fences_inside_directive_containers_are_found() -> None:
+    text = (
+        "::::{tab-set}\n:::{tab-item} a\n```bash\necho a\n```\n:::\n::::\n"
+        "````{note}\n```yaml\nk: v\n```\n````\n"
+    )
+    assert [(f.line, f.info, f.body) for f in find_fences(text, PAGE)] == [
+        (3, "bash", ["echo a"]),
+        (9, "yaml", ["k: v"]),
+    ]
+
+
+def test_an_unclosed_fence_names_its_line() -> None:
+    with pytest.raises(PageProblem, match="^docs/page.md:2: the fence ```bash is never closed"):
+        find_fences("text\n```bash\necho\n", PAGE)
+
+
+def test_an_orphan_marker_and_a_fence_without_language_are_page_problems(tmp_path: Path) -> None:
+    text = "% test: server\n\nprose\n\n```\nplain\n```\n"
+    problems = [str(item.problem) for item in read_page(text, PAGE, tmp_path)]
+    assert problems[0].startswith("docs/page.md:1: test marker not followed by a block")
+    assert problems[1].startswith("docs/page.md:5: a fence without a language")
+
+
+def test_a_missing_literalinclude_file_names_the_directive_line(tmp_path: Path) -> None:
+    page = tmp_path / "docs" / "page.md"
+    text = "# Page\n\n```{literalinclude} ../recipes/missing.py\n:language: python\n```\n"
+    (item,) = read_page(text, page, page.parent)
+    assert item.problem is not None and item.problem.where == Location(page, 3)
+    assert "literalinclude file ../recipes/missing.py does not exist" in str(item.problem)
+
+
+def test_output_masks_ids_times_token_counts_and_generated_text() -> None:
+    expected = (
+        '{"id": "chatcmpl-1", "created": 1, "model": "m", '
+        '"choices": [{"message": {"content": "Hi"}}], "usage": {"total_tokens": 2}}'
+    )
+    actual = (
+        '{"id": "chatcmpl-9f", "created": 1790000000, "model": "m", "object": "x", '
+        '"choices": [{"message": {"content": "Hello there"}}], "usage": {"total_tokens": 17}}'
+    )
+    assert compare_output(expected, actual) is None
+
+
+def test_output_shows_a_masked_diff_when_a_kept_value_differs() -> None:
+    difference = compare_output('{"model": "m", "id": "a"}', '{"model": "other", "id": "b"}')
+    assert difference is not None
+    assert '-  "model": "m"' in difference and '+  "model": "other"' in difference
+
+
+def test_text_output_takes_ellipsis_and_masks_streamed_chunks() -> None:
+    actual = (
+        'data: {"id": "chatcmpl-2", "created": 5, "choices": [{"delta": {"content": "x"}}]}\n'
+        "\ndata: [DONE]\n"
+    )
+    expected = 'data: {"id": "chatcmpl-1", "created": 1, ...}\n\ndata: [DONE]'
+    assert compare_output(expected, actual) is None
+    assert compare_output("Reply: ...", "Answer: hi") is not None
+
+
+def test_server_config_from_a_serve_yaml_and_a_compose_file(tmp_path: Path) -> None:
+    (tmp_path / "serve_config.yaml").write_text(
+        "http_options: {port: 8100}\napplications:\n- args:\n    llm_configs:\n"
+        "    - model_loading_config: {model_id: m1}\n"
+    )
+    (tmp_path / "docker-compose.yaml").write_text(
+        "services:\n  vllm:\n    command: vllm serve /w --served-model-name m2 --port 8200\n"
+    )
+    pages = "% test: server\n```bash\nserve run serve_config.yaml\n```\n"
+    pages += "% test: server\n```bash\ndocker compose up -d\n```\n"
+    blocks = [item.block for item in read_page(pages, PAGE, tmp_path)]
+    configs = [server_config(block, tmp_path) for block in blocks if block is not None]
+    assert [(set(c.model_ids), c.port) for c in configs] == [({"m1"}, 8100), ({"m2"}, 8200)]
