@@ -57,9 +57,14 @@ class _PatchAfterExec(importlib.abc.Loader):
             self._loader.exec_module(module)
         finally:
             EXECUTING.discard(module.__name__)
-        from ray_serve_npu import _activate_after_import
-
-        _activate_after_import(module.__name__)
+        plugin = sys.modules.get("ray_serve_npu")
+        if plugin is None:
+            # Importing the plugin activates it, which patches this module.
+            import ray_serve_npu  # noqa: F401
+        elif getattr(plugin, "_imported", False):
+            plugin._activate_after_import(module.__name__)
+        # Otherwise the plugin's own import led here; it patches every loaded
+        # module once it has finished importing.
 
 
 class NPUKindFinder(importlib.abc.MetaPathFinder):

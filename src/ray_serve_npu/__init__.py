@@ -70,3 +70,4 @@ def _activate_after_import(module_name: str) -> None:
 
 
 activate()
+_imported = True

@@ -123,9 +123,7 @@ def _patch_llm_config(module: ModuleType) -> bool:
     def _check_accelerator_type_matches_hardware(self: Any) -> None:
         kind = self.accelerator_config.kind
         if npu.involves_npu(kind, self.accelerator_type, self.placement_group_config):
-            npu.check_npu_hardware_match(
-                kind, self.accelerator_type, self.placement_group_config
-            )
+            npu.check_npu_hardware_match(kind, self.accelerator_type, self.placement_group_config)
         else:
             check(self)
 
@@ -151,9 +149,7 @@ def _patch_vllm_models(module: ModuleType) -> bool:
     return _widen_fields(engine_cls)
 
 
-def _without_zero_gpu(
-    deployment_options: dict[str, Any], llm_config: Any
-) -> dict[str, Any]:
+def _without_zero_gpu(deployment_options: dict[str, Any], llm_config: Any) -> dict[str, Any]:
     """Drop the ``GPU`` key Ray writes into every replica bundle, for npu deployments.
 
     Ray merges ``{"CPU": 1, "GPU": 0, ...}`` for the replica actor into the first

@@ -40,7 +40,10 @@ NPU_ACCELERATOR_VALUES: frozenset[str] = frozenset(
 AcceleratorType = Enum(  # type: ignore[misc]
     "AcceleratorType",
     {
-        **{name: member.value for name, member in ray_accelerators.AcceleratorType.__members__.items()},
+        **{
+            name: member.value
+            for name, member in ray_accelerators.AcceleratorType.__members__.items()
+        },
         **{
             f"HUAWEI_NPU_{soc.removeprefix('Ascend').replace('-', '_')}": soc
             for soc in sorted(NPU_ACCELERATOR_VALUES)
@@ -210,7 +213,7 @@ def check_npu_hardware_match(
     if kind == "npu" and placement_group_config and not bundle_kinds:
         raise HardwareMismatchError(
             "Hardware mismatch: accelerator_config kind 'npu' but placement_group_config "
-            f"bundles ask for no device (CPU only). Fix: add \"{NPU_RESOURCE}\": 1 to each "
+            f'bundles ask for no device (CPU only). Fix: add "{NPU_RESOURCE}": 1 to each '
             'worker bundle, for example {"bundle_per_worker": {"NPU": 1, "CPU": 1}}, or use '
             f"{_KIND_FIX['cpu']}."
         )

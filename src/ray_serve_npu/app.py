@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ray.serve.deployment import Application
+
+#: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
+#: directory: the builder then serves each config's fake-tier variant
+#: (:mod:`ray_serve_npu.testing.adapter`) and logs every change.
+DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
 
 
 def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
@@ -21,6 +27,24 @@ def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
             YAML paths) or ``LLMServingArgs``.
     """
     # Imported here: ray.serve.llm imports vLLM, which the package import must not.
+    from ray.serve.llm import LLMServingArgs
     from ray.serve.llm import build_openai_app as ray_build_openai_app
 
+    dry_run_model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
+    if dry_run_model:
+        from pathlib import Path
+
+        from ray_serve_npu.testing.adapter import adapt_llm_config, log_changes
+
+        serving_args = LLMServingArgs.model_validate(llm_serving_args)
+        adapted = []
+        for config in serving_args.llm_configs:
+            fields, changes = adapt_llm_config(config, Path(dry_run_model))
+            log_changes(changes)
+            adapted.append(fields)
+        llm_serving_args = serving_args.model_copy(
+            update={
+                "llm_configs": LLMServingArgs.model_validate({"llm_configs": adapted}).llm_configs
+            }
+        )
     return ray_build_openai_app(llm_serving_args)

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import ray
 
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
-from ray.serve.llm import LLMConfig
-
-
-def make_llm_config(**overrides: Any) -> LLMConfig:
-    """An LLMConfig with a model id and whatever the test sets."""
-    return LLMConfig(model_loading_config={"model_id": "tiny"}, **overrides)
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,8 @@ import itertools
 from typing import Any
 
 import pytest
-from conftest import make_llm_config
+from npu_configs import make_llm_config
 from pydantic import ValidationError
-
 from ray.llm._internal.serve.core.configs.accelerators import (
     CPUConfig,
     GPUConfig,
@@ -16,6 +15,7 @@ from ray.llm._internal.serve.core.configs.accelerators import (
 )
 from ray.serve.llm import LLMConfig
 from ray.serve.llm.deployment import LLMServer
+
 from ray_serve_npu import (
     NPU_ACCELERATOR_VALUES,
     HardwareMismatchError,
@@ -31,7 +31,9 @@ TYPE_OF = {"gpu": "A100", "tpu": "TPU-V4", "npu": "Ascend910B"}
 CONFIG_OF = {"cpu": CPUConfig, "gpu": GPUConfig, "tpu": TPUConfig, "npu": NPUConfig}
 
 
-@pytest.mark.parametrize("accelerator_config", [{"kind": "npu"}, NPUConfig()], ids=["dict", "object"])
+@pytest.mark.parametrize(
+    "accelerator_config", [{"kind": "npu"}, NPUConfig()], ids=["dict", "object"]
+)
 def test_npu_config_builds_npu_backend(accelerator_config: Any) -> None:
     config = make_llm_config(accelerator_config=accelerator_config)
     assert isinstance(config.accelerator_config, NPUConfig)
@@ -50,11 +52,14 @@ def test_default_bundles_one_npu_per_device() -> None:
 
 
 def test_default_bundles_carry_accelerator_type_hint() -> None:
-    config = make_llm_config(accelerator_type="Ascend910B", engine_kwargs={"tensor_parallel_size": 2})
+    config = make_llm_config(
+        accelerator_type="Ascend910B", engine_kwargs={"tensor_parallel_size": 2}
+    )
     assert isinstance(config.accelerator_config, NPUConfig)
-    assert config.get_engine_config().placement_bundles == [
-        {"NPU": 1, "accelerator_type:Ascend910B": 0.001}
-    ] * 2
+    assert (
+        config.get_engine_config().placement_bundles
+        == [{"NPU": 1, "accelerator_type:Ascend910B": 0.001}] * 2
+    )
 
 
 def test_bundle_per_worker_infers_npu() -> None:
@@ -162,7 +167,9 @@ def _ray_replica_bundles(config: LLMConfig) -> list[dict[str, float]]:
 
 
 def test_npu_replica_bundle_has_no_gpu_key(ray_with_fake_npus: None) -> None:
-    config = make_llm_config(accelerator_config={"kind": "npu"}, engine_kwargs={"tensor_parallel_size": 8})
+    config = make_llm_config(
+        accelerator_config={"kind": "npu"}, engine_kwargs={"tensor_parallel_size": 8}
+    )
     bundles = _replica_bundles(config)
     assert all("GPU" not in bundle for bundle in bundles)
     # The replica actor's CPU joins the first engine bundle, as Ray does it.
@@ -184,7 +191,10 @@ def test_npu_replica_asking_for_gpus_is_a_mismatch(ray_with_fake_npus: None) -> 
 @pytest.mark.parametrize(
     "fields",
     [
-        pytest.param({"accelerator_type": "A100", "engine_kwargs": {"tensor_parallel_size": 2}}, id="gpu-typed"),
+        pytest.param(
+            {"accelerator_type": "A100", "engine_kwargs": {"tensor_parallel_size": 2}},
+            id="gpu-typed",
+        ),
         pytest.param(
             {"placement_group_config": {"bundles": [{"GPU": 0.5, "custom_resource": 2}]}},
             id="gpu-fractional-custom",
@@ -192,15 +202,21 @@ def test_npu_replica_asking_for_gpus_is_a_mismatch(ray_with_fake_npus: None) -> 
         pytest.param(
             {
                 "accelerator_config": {"kind": "gpu"},
-                "deployment_config": {"ray_actor_options": {"num_gpus": 0.25, "resources": {"x": 1}}},
+                "deployment_config": {
+                    "ray_actor_options": {"num_gpus": 0.25, "resources": {"x": 1}}
+                },
             },
             id="gpu-replica-resources",
         ),
-        pytest.param({"accelerator_type": "TPU-V4", "engine_kwargs": {"tensor_parallel_size": 4}}, id="tpu"),
+        pytest.param(
+            {"accelerator_type": "TPU-V4", "engine_kwargs": {"tensor_parallel_size": 4}}, id="tpu"
+        ),
         pytest.param({"placement_group_config": {"bundles": [{"CPU": 2}]}}, id="cpu"),
     ],
 )
-def test_gpu_tpu_cpu_replica_bundles_unchanged(ray_with_fake_npus: None, fields: dict[str, Any]) -> None:
+def test_gpu_tpu_cpu_replica_bundles_unchanged(
+    ray_with_fake_npus: None, fields: dict[str, Any]
+) -> None:
     config = make_llm_config(**fields)
     assert _replica_bundles(config) == _ray_replica_bundles(config)
 

@@ -9,7 +9,7 @@ import textwrap
 
 import cloudpickle
 import pytest
-from conftest import make_llm_config
+from npu_configs import make_llm_config
 
 import ray_serve_npu_autoload
 from ray_serve_npu import _patch
@@ -35,7 +35,9 @@ def _run_python(code: str, *, stdin: bytes = b"", **env: str) -> subprocess.Comp
 
 
 def test_npu_config_survives_cloudpickle_into_a_fresh_process() -> None:
-    config = make_llm_config(accelerator_config={"kind": "npu"}, engine_kwargs={"tensor_parallel_size": 2})
+    config = make_llm_config(
+        accelerator_config={"kind": "npu"}, engine_kwargs={"tensor_parallel_size": 2}
+    )
     # What a Serve controller or replica does with the config it is sent.
     result = _run_python(
         """
@@ -64,7 +66,9 @@ def test_dict_form_works_in_a_process_that_never_imports_the_plugin() -> None:
         """
         import sys, ray_serve_npu_autoload
         from ray.serve.llm import LLMConfig
-        config = LLMConfig(model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"})
+        config = LLMConfig(
+            model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"}
+        )
         print(type(config.get_engine_config().accelerator).__name__)
         """
     )
@@ -95,7 +99,11 @@ def test_import_hook_watches_exactly_the_patched_modules() -> None:
     ("ray_version", "vllm_version", "advice"),
     [
         # The vLLM-Ascend v0.22.1rc1 image: Ray 2.48, vLLM 0.22.1.
-        ("2.48.0", "0.22.1", "the Ray whose Serve LLM pins it is 2.56.x: pip install 'ray[serve]~=2.56.1'"),
+        (
+            "2.48.0",
+            "0.22.1",
+            "the Ray whose Serve LLM pins it is 2.56.x: pip install 'ray[serve]~=2.56.1'",
+        ),
         ("2.61.0", "0.29.0", "2.60.x: pip install 'ray[serve]~=2.60.0'"),
         ("2.55.1", "0.23.0", "No Ray release pins vLLM 0.23.0"),
         ("2.55.1", None, ""),

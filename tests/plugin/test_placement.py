@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import make_llm_config
+from npu_configs import make_llm_config
 from ray import serve
 from ray.serve.llm import build_llm_deployment
 from ray.util.placement_group import placement_group_table
@@ -22,7 +22,9 @@ def test_tp8_npu_deployment_gets_eight_npu_bundles_and_is_placed(ray_with_fake_n
         runtime_env={"env_vars": MOCK_ENGINE_ENV},
     )
     # serve.run waits forever for an unplaceable group; _run returns at once.
-    serve._run(build_llm_deployment(config), name="npu-placement", route_prefix=None, _blocking=False)
+    serve._run(
+        build_llm_deployment(config), name="npu-placement", route_prefix=None, _blocking=False
+    )
     try:
         _wait_until_running("npu-placement")
         tables = [t for t in placement_group_table().values() if t["state"] != "REMOVED"]
@@ -60,4 +62,6 @@ def _wait_until_placement_groups_removed(timeout_s: float = 60) -> None:
         if all(t["state"] == "REMOVED" for t in placement_group_table().values()):
             return
         time.sleep(0.5)
-    raise AssertionError(f"placement groups still held after {timeout_s}s: {placement_group_table()}")
+    raise AssertionError(
+        f"placement groups still held after {timeout_s}s: {placement_group_table()}"
+    )

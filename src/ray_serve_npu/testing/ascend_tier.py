@@ -9,25 +9,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from .harness.server_config import commands
+from .processes import ProcessServer, start_process_group, stop_process_group, wait_until_ready
 from .tier import MODEL_PATH_ENV_VAR, Server, Tier
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
 FAKE_TIER_NAME = "fake-npu"
 #: Loading DeepSeek-V4-Flash weights and capturing graphs takes many minutes.
 READY_TIMEOUT_S = 1800
-STOP_TIMEOUT_S = 60
-_POLL_S = 2.0
 
 
 def detect_npus(dev: Path = Path("/dev"), npu_smi: str | None = None) -> int:
@@ -69,15 +63,6 @@ def select_tier(workdir: Path, *, npus: int, env: Mapping[str, str] = os.environ
         yield tier
 
 
-@dataclass
-class ProcessServer:
-    base_url: str
-    log_file: Path
-
-    def logs(self) -> str:
-        return self.log_file.read_text(errors="replace")
-
-
 class AscendTier:
     """Runs server blocks as written, in a process group of their own, with ``MODEL_PATH`` set."""
 
@@ -94,46 +79,18 @@ class AscendTier:
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:
         with tempfile.TemporaryDirectory(prefix="ascend-server-") as logs:
             server = ProcessServer(f"http://127.0.0.1:{port}", Path(logs) / "server.log")
-            with server.log_file.open("w") as log:
-                process = subprocess.Popen(
-                    ["bash", "-c", command], cwd=cwd, env={**os.environ, **self.env()},
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                )  # fmt: skip
+            process = start_process_group(
+                ["bash", "-c", command],
+                cwd=cwd,
+                env={**os.environ, **self.env()},
+                log_file=server.log_file,
+            )
             try:
-                wait_until_ready(server, process)
+                wait_until_ready(server, process, READY_TIMEOUT_S)
                 yield server
             finally:
                 stop_process_group(process)
                 undo_detached(command, cwd, process)
-
-
-def wait_until_ready(server: ProcessServer, process: subprocess.Popen[bytes]) -> None:
-    """Until ``/v1/models`` answers; a command that exits 0 may have started a detached server."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        code = process.poll()
-        if code not in (None, 0):
-            raise RuntimeError(f"the server command exited with {code}:\n{server.logs()}")
-        try:
-            with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):
-                return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(_POLL_S)
-    raise RuntimeError(
-        f"{server.base_url}/v1/models did not answer in {READY_TIMEOUT_S} s:\n{server.logs()}"
-    )
-
-
-def stop_process_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the command's process group, SIGKILL what is left after ``STOP_TIMEOUT_S``."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def undo_detached(command: str, cwd: Path, process: subprocess.Popen[bytes]) -> None:

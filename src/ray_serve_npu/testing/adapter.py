@@ -1,0 +1,243 @@
+"""Turn a production recipe into its fake-NPU-tier variant, and say what changed.
+
+The fake tier keeps what it tests: the npu kind, its NPU placement bundles, the
+served model id, ports and Serve settings. It replaces what needs Ascend hardware
+or the real weights: the model becomes the tiny one, parallelism becomes one CPU
+worker, and Ascend-only engine settings and environment variables go. Every key
+dropped or changed is logged, so nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
+from ray_serve_npu.vllm_cli import VLLMServe
+
+logger = logging.getLogger("ray_serve_npu.fake_tier")
+
+#: The tiny model's context (``TinyModelSpec.max_position_embeddings`` allows more;
+#: this keeps the CPU KV cache small).
+FAKE_MAX_MODEL_LEN = 1024
+
+#: Engine settings the fake tier keeps as written: they mean the same on the CPU engine.
+KEPT_ENGINE_KWARGS = frozenset(
+    {
+        "max_num_seqs",
+        "enable_prefix_caching",
+        "enable_chunked_prefill",
+        "seed",
+        "max_logprobs",
+        "disable_log_stats",
+        "enable_log_requests",
+    }
+)
+
+#: Engine settings the fake tier sets, and why.
+FAKE_ENGINE_KWARGS: dict[str, tuple[Any, str]] = {
+    "tensor_parallel_size": (1, "one CPU engine worker holds the tiny model"),
+    "max_model_len": (FAKE_MAX_MODEL_LEN, "the tiny model's context"),
+    "enforce_eager": (True, "skip torch.compile: ready in seconds on two cores"),
+}
+
+#: Environment variables for Ascend runtimes (CANN, HCCL, torch_npu, vLLM-Ascend)
+#: or for the image's file system, by prefix.
+ASCEND_ENV_PREFIXES = (
+    "ASCEND_",
+    "ACL_",
+    "HCCL_",
+    "PYTORCH_NPU_",
+    "VLLM_ASCEND_",
+    "TASK_QUEUE_ENABLE",
+    "CPU_AFFINITY_CONF",
+    "TE_PARALLEL_COMPILER",
+    "USE_MULTI_",
+    "LD_PRELOAD",
+    "OMP_",
+)
+
+#: Environment the fake engine needs, and why.
+FAKE_ENV: dict[str, tuple[str, str]] = {
+    FAKE_PLATFORM_ENV_VAR: ("1", "vLLM's CPU engine asks Ray for NPUs, as vLLM-Ascend does"),
+    "VLLM_CPU_KVCACHE_SPACE": ("1", "a 1 GiB CPU KV cache is plenty for the tiny model"),
+}
+
+
+class Change(BaseModel, frozen=True):
+    """One key the adapter dropped, set or replaced."""
+
+    key: str
+    before: Any
+    after: Any
+    why: str
+
+    def __str__(self) -> str:
+        if self.after is DROPPED:
+            return f"fake-npu tier: dropped {self.key}={self.before!r} ({self.why})"
+        return f"fake-npu tier: {self.key}: {self.before!r} -> {self.after!r} ({self.why})"
+
+
+DROPPED = "<dropped>"
+ABSENT = "<unset>"
+
+
+def _env_change(name: str, value: str) -> Change | None:
+    if name.startswith(ASCEND_ENV_PREFIXES):
+        why = (
+            "the image's jemalloc is not on this machine"
+            if name == "LD_PRELOAD"
+            else "sized for the Ascend host's CPUs"
+            if name.startswith("OMP_")
+            else "an Ascend runtime setting; no NPU runtime here"
+        )
+        return Change(key=f"env {name}", before=value, after=DROPPED, why=why)
+    return None
+
+
+def adapt_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[Change]]:
+    """The fake tier's variant of an engine's environment variables."""
+    adapted: dict[str, str] = {}
+    changes: list[Change] = []
+    for name, value in env.items():
+        change = _env_change(name, value)
+        if change is None:
+            adapted[name] = value
+        else:
+            changes.append(change)
+    for name, (value, why) in FAKE_ENV.items():
+        changes.append(
+            Change(key=f"env {name}", before=env.get(name, ABSENT), after=value, why=why)
+        )
+        adapted[name] = value
+    if record_dir := os.environ.get(DEVICE_RECORD_DIR_ENV_VAR):
+        adapted[DEVICE_RECORD_DIR_ENV_VAR] = record_dir
+    return adapted, changes
+
+
+def adapt_llm_config(config: Any, model_dir: Path) -> tuple[dict[str, Any], list[Change]]:
+    """The fake tier's variant of an ``LLMConfig`` (object or dict), as a dict.
+
+    Keeps ``accelerator_config``, ``accelerator_type``, placement bundles (cut to
+    one worker), ``model_id`` and the deployment settings.
+    """
+    fields: dict[str, Any] = (
+        config.model_dump(exclude_unset=True)
+        if isinstance(config, BaseModel)
+        else copy.deepcopy(dict(config))
+    )
+    changes: list[Change] = []
+
+    loading = dict(fields.get("model_loading_config") or {})
+    changes.append(
+        Change(
+            key="model_loading_config.model_source",
+            before=loading.get("model_source", ABSENT),
+            after=str(model_dir),
+            why="a tiny random model stands in for the weights",
+        )
+    )
+    loading["model_source"] = str(model_dir)
+    fields["model_loading_config"] = loading
+
+    engine_kwargs: dict[str, Any] = {}
+    for key, value in (fields.get("engine_kwargs") or {}).items():
+        if key in KEPT_ENGINE_KWARGS:
+            engine_kwargs[key] = value
+        elif key not in FAKE_ENGINE_KWARGS:
+            changes.append(
+                Change(
+                    key=f"engine_kwargs.{key}",
+                    before=value,
+                    after=DROPPED,
+                    why="needs the real model or Ascend hardware",
+                )
+            )
+    for key, (value, why) in FAKE_ENGINE_KWARGS.items():
+        before = (fields.get("engine_kwargs") or {}).get(key, ABSENT)
+        if before != value:
+            changes.append(Change(key=f"engine_kwargs.{key}", before=before, after=value, why=why))
+        engine_kwargs[key] = value
+    fields["engine_kwargs"] = engine_kwargs
+
+    placement = fields.get("placement_group_config")
+    if placement and len(placement.get("bundles") or []) > 1:
+        bundles: Sequence[Mapping[str, float]] = placement["bundles"]
+        changes.append(
+            Change(
+                key="placement_group_config.bundles",
+                before=list(bundles),
+                after=[bundles[0]],
+                why="one engine worker needs one bundle",
+            )
+        )
+        fields["placement_group_config"] = {**placement, "bundles": [bundles[0]]}
+
+    runtime_env = dict(fields.get("runtime_env") or {})
+    env_vars, env_changes = adapt_env(runtime_env.get("env_vars") or {})
+    runtime_env["env_vars"] = env_vars
+    fields["runtime_env"] = runtime_env
+    changes += env_changes
+    return fields, changes
+
+
+#: ``vllm serve`` flags kept as written: the same meaning on the CPU engine.
+KEPT_SERVE_FLAGS = frozenset(
+    {
+        "--served-model-name",
+        "--host",
+        "--port",
+        "--api-key",
+        "--max-num-seqs",
+        "--enable-prefix-caching",
+        "--no-enable-prefix-caching",
+        "--seed",
+    }
+)
+
+
+def adapt_vllm_serve(command: VLLMServe, model_dir: Path) -> tuple[list[str], list[Change]]:
+    """The fake tier's variant of a ``vllm serve`` command, as the OpenAI server module's argv.
+
+    vLLM's CPU build installs no ``vllm`` console script metadata, so the server
+    runs as ``python -m vllm.entrypoints.openai.api_server``.
+    """
+    changes = [
+        Change(
+            key="vllm serve MODEL",
+            before=command.model or ABSENT,
+            after=str(model_dir),
+            why="a tiny random model stands in for the weights",
+        )
+    ]
+    argv = ["--model", str(model_dir)]
+    for flag, value in command:
+        if flag in KEPT_SERVE_FLAGS:
+            argv += [flag] if value is None else [flag, value]
+        else:
+            changes.append(
+                Change(
+                    key=f"vllm serve {flag}",
+                    before=True if value is None else value,
+                    after=DROPPED,
+                    why="needs the real model or Ascend hardware",
+                )
+            )
+    for key, (value, why) in FAKE_ENGINE_KWARGS.items():
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+        changes.append(
+            Change(key=f"vllm serve {flag}", before=command.get(flag, ABSENT), after=value, why=why)
+        )
+    return argv, changes
+
+
+def log_changes(changes: Sequence[Change]) -> None:
+    for change in changes:
+        logger.warning("%s", change)

@@ -1,0 +1,129 @@
+"""The fake-NPU tier: a page's commands against fake NPUs, a real Ray and a real engine.
+
+What is real: Ray (a local cluster), Ray Serve LLM and the plugin, vLLM (its CPU
+build), HTTP, the OpenAI API. What is fake: the ``NPU`` resources (no device
+behind them), the platform vLLM reports to Ray (CPU compute that asks Ray for
+NPUs, :mod:`ray_serve_npu.testing.fake_platform`), and the model (tiny, random
+weights; :mod:`ray_serve_npu.testing.tiny_model`). Recipes run unchanged; the
+plugin swaps in the tiny model and logs each setting it drops
+(:mod:`ray_serve_npu.testing.adapter`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ray_serve_npu.app import DRY_RUN_MODEL_ENV_VAR
+from ray_serve_npu.testing.adapter import adapt_env, adapt_vllm_serve, log_changes
+from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.testing.processes import (
+    ProcessServer,
+    start_process_group,
+    stop_process_group,
+    wait_until_ready,
+)
+from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
+from ray_serve_npu.vllm_cli import find_compose_file, vllm_serve_service
+
+#: How long a server may take to answer /v1/models. Measured here: Ray Serve LLM
+#: with the tiny model is ready in about 50 s on two cores, plain vLLM in about 30 s.
+READY_TIMEOUT_S = 600
+
+
+def _compose_file_of(argv: Sequence[str], cwd: Path) -> Path | None:
+    """The Compose file of ``docker compose [-f FILE] up ...``, or None for other commands."""
+    if argv[:2] != ["docker", "compose"] or "up" not in argv:
+        return None
+    named = next(
+        (argv[i + 1] for i, word in enumerate(argv[:-1]) if word in {"-f", "--file"}), None
+    )
+    return find_compose_file(cwd, named)
+
+
+class FakeNPUTier:
+    """Implements :class:`ray_serve_npu.testing.tier.Tier` on a :class:`FakeNPUCluster`."""
+
+    name = "fake-npu"
+    fake = True
+
+    def __init__(self, cluster: FakeNPUCluster, model_dir: Path, workdir: Path) -> None:
+        self.cluster = cluster
+        self.model_dir = model_dir
+        self.workdir = workdir
+        self.device_record_dir = workdir / "devices"
+
+    def env(self) -> dict[str, str]:
+        return {
+            **self.cluster.env(),
+            # `python` in a block is the interpreter running the tier, with its packages.
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+            DRY_RUN_MODEL_ENV_VAR: str(self.model_dir),
+            DEVICE_RECORD_DIR_ENV_VAR: str(self.device_record_dir),
+        }
+
+    def _server_argv(self, command: str, cwd: Path) -> tuple[list[str], dict[str, str]] | None:
+        """For a ``docker compose up`` block: the CPU engine's argv and environment."""
+        compose_file = _compose_file_of(shlex.split(command), cwd)
+        if compose_file is None:
+            return None
+        # No Docker engine here: run the Compose service's `vllm serve` on the CPU engine.
+        service = vllm_serve_service(compose_file)
+        argv, changes = adapt_vllm_serve(service.command, self.model_dir)
+        env, env_changes = adapt_env(service.environment)
+        log_changes(changes + env_changes)
+        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *argv], env
+
+    @contextlib.contextmanager
+    def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[ProcessServer]:
+        compose = self._server_argv(command, cwd)
+        argv, extra_env = compose or (["bash", "-c", command], {})
+        server = ProcessServer(
+            base_url=f"http://127.0.0.1:{port}",
+            log_file=self.workdir / f"server-{time.monotonic_ns()}.log",
+        )
+        process = start_process_group(
+            argv, cwd=cwd, env={**os.environ, **self.env(), **extra_env}, log_file=server.log_file
+        )
+        try:
+            wait_until_ready(server, process, READY_TIMEOUT_S)
+            yield server
+        finally:
+            stop_process_group(process)
+            if compose is None:
+                # A Serve app outlives the driver that deployed it.
+                self._shutdown_serve()
+
+    def _shutdown_serve(self) -> None:
+        script = (
+            "import ray; from ray import serve; ray.init(logging_level='ERROR'); serve.shutdown()"
+        )
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, **self.cluster.env()},
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+
+
+@contextlib.contextmanager
+def fake_npu_tier(
+    workdir: Path, nodes: Sequence[FakeNode] = (FakeNode(),)
+) -> Iterator[FakeNPUTier]:
+    """Start a fake NPU cluster and build the tiny model; yield the tier; stop everything.
+
+    Leaving the context raises :class:`~ray_serve_npu.testing.cluster.ClusterLeftovers`
+    if any Ray or vLLM process of the cluster outlived it.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models")
+    with fake_npu_cluster(nodes) as cluster:
+        yield FakeNPUTier(cluster, model_dir, workdir)

@@ -1,0 +1,68 @@
+"""Servers started as process groups: wait until they answer, stop them and all they started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+STOP_TIMEOUT_S = 60
+_POLL_S = 2.0
+
+
+@dataclass
+class ProcessServer:
+    """A server a tier started: where clients reach it, and its output for failure messages."""
+
+    base_url: str
+    log_file: Path
+
+    def logs(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+
+def start_process_group(
+    argv: list[str], *, cwd: Path, env: dict[str, str], log_file: Path
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session, so that stopping it reaches everything it starts."""
+    with log_file.open("wb") as log:
+        return subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def wait_until_ready(
+    server: ProcessServer, process: subprocess.Popen[bytes], timeout_s: float
+) -> None:
+    """Until ``/v1/models`` answers; a command that exits 0 may have started a detached server."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code not in (None, 0):
+            raise RuntimeError(f"the server command exited with {code}:\n{server.logs()[-8000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(_POLL_S)
+    raise RuntimeError(
+        f"{server.base_url}/v1/models did not answer in {timeout_s} s:\n{server.logs()[-8000:]}"
+    )
+
+
+def stop_process_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the command's process group, SIGKILL what is left after ``STOP_TIMEOUT_S``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue

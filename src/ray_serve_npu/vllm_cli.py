@@ -1,0 +1,99 @@
+"""``vllm serve`` command lines and the Compose services that run them."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Compose's default file names, in the order it looks for them.
+COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+
+
+@dataclass(frozen=True)
+class VLLMServe:
+    """``vllm serve MODEL --flag value --switch ...``, in order."""
+
+    model: str | None
+    #: (flag, value); value is None for a switch such as ``--enforce-eager``.
+    options: tuple[tuple[str, str | None], ...] = field(default=())
+
+    @classmethod
+    def parse(cls, argv: Sequence[str]) -> VLLMServe:
+        """Parse the argv of ``vllm serve`` (starting at ``vllm``).
+
+        A word after a flag is its value unless it is a flag itself; ``--flag=value``
+        works too. Raises ValueError when argv is not a ``vllm serve`` command.
+        """
+        if list(argv[:2]) != ["vllm", "serve"]:
+            raise ValueError(f"not a `vllm serve` command: {' '.join(argv[:3])}...")
+        rest = list(argv[2:])
+        model = rest.pop(0) if rest and not rest[0].startswith("-") else None
+        options: list[tuple[str, str | None]] = []
+        for word in rest:
+            if word.startswith("--"):
+                flag, equals, value = word.partition("=")
+                options.append((flag, value if equals else None))
+            elif options and options[-1][1] is None:
+                options[-1] = (options[-1][0], word)
+            else:
+                raise ValueError(f"`{word}` in `vllm serve` follows no flag")
+        return cls(model, tuple(options))
+
+    def get(self, flag: str, default: str | None = None) -> str | None:
+        """The value of the last ``flag``, as vLLM's parser would take it."""
+        values = [value for name, value in self.options if name == flag]
+        return values[-1] if values else default
+
+    def __iter__(self) -> Iterator[tuple[str, str | None]]:
+        return iter(self.options)
+
+
+@dataclass(frozen=True)
+class ComposeService:
+    name: str
+    command: VLLMServe
+    environment: dict[str, str]
+    file: Path
+
+
+def _as_argv(command: Any) -> list[str]:
+    argv = (
+        shlex.split(command) if isinstance(command, str) else [str(word) for word in command or []]
+    )
+    # `bash -c "vllm serve ..."`: the command is the shell's script.
+    if len(argv) >= 3 and Path(argv[0]).name in {"bash", "sh"} and argv[-2] == "-c":
+        argv = shlex.split(argv[-1])
+    return argv
+
+
+def _environment(value: Mapping[str, Any] | Sequence[str] | None) -> dict[str, str]:
+    if isinstance(value, Mapping):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    return dict(item.partition("=")[::2] for item in value or [])
+
+
+def find_compose_file(directory: Path, named: str | None = None) -> Path:
+    candidates = [directory / named] if named else [directory / name for name in COMPOSE_FILES]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"no Compose file in {directory}: looked for {', '.join(c.name for c in candidates)}"
+    )
+
+
+def vllm_serve_service(compose_file: Path) -> ComposeService:
+    """The first service of a Compose file whose command is ``vllm serve``."""
+    compose = yaml.safe_load(compose_file.read_text()) or {}
+    for name, service in (compose.get("services") or {}).items():
+        argv = _as_argv(service.get("command"))
+        if argv[:2] == ["vllm", "serve"]:
+            return ComposeService(
+                name, VLLMServe.parse(argv), _environment(service.get("environment")), compose_file
+            )
+    raise ValueError(f"{compose_file}: no service runs `vllm serve`; give one that command")
