@@ -16,7 +16,11 @@ stream = client.chat.completions.create(
     max_tokens=256,
     stream=True,
 )
+model = None
 for chunk in stream:
+    if model is None:
+        model = chunk.model
+        print(f"model: {model}")
     # The last chunk can carry no choices (usage only).
     if chunk.choices and chunk.choices[0].delta.content:
         print(chunk.choices[0].delta.content, end="", flush=True)
