@@ -1,16 +1,10 @@
 import os
-import sys
-from pathlib import Path
 
 import pytest
+from checker_data import DATA
 
-ROOT = Path(__file__).resolve().parents[2]
-# The package may not be installed in the test venv; import it from the tree.
-if str(ROOT / "src") not in sys.path:
-    sys.path.insert(0, str(ROOT / "src"))
+# The checker imports vLLM's argument parser; its INFO lines would drown the output.
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-
-DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture

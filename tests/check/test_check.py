@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT
+from checker_data import DATA, ROOT
 
 from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.cli import main

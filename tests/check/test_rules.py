@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from checker_data import ROOT
 
 from ray_serve_npu.check import run_rules
 from ray_serve_npu.check.checks import CHECKS
