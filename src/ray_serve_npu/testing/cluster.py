@@ -3,7 +3,7 @@
 Each node is a real ``ray start --block`` process group with a ``NPU`` resource
 count and the accelerator-type resource a real Ascend node reports; no device
 is behind them. Ray schedules NPU bundles and sets ``ASCEND_RT_VISIBLE_DEVICES``
-exactly as on Ascend nodes. Everything binds to 127.0.0.1, the dashboard is off,
+exactly as on Ascend nodes. Every node has its own loopback address, the dashboard is off,
 files go to a private temp dir, and :meth:`FakeNPUCluster.stop` proves that no
 Ray or vLLM process of the cluster is left.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,9 +29,6 @@ import psutil
 from pydantic import BaseModel
 
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
-
-#: Process names and command-line pieces of what Ray and vLLM start.
-_RAY_OR_VLLM = ("raylet", "gcs_server", "ray::", "default_worker.py", "vllm", "EngineCore", "ray/")
 
 
 class FakeNode(BaseModel, frozen=True):
@@ -51,9 +49,9 @@ class FakeNode(BaseModel, frozen=True):
         }
 
 
-def _free_port() -> int:
+def _free_port(host: str) -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
@@ -73,14 +71,24 @@ class FakeNPUCluster:
         self.startup_timeout_s = startup_timeout_s
         # Ray's socket paths must stay under about 100 characters.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rsn-", dir="/tmp"))
-        self.gcs_port = _free_port()
+        self._loopback_prefix = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"
+        self.gcs_port = _free_port(self.node_ip(0))
         self._node_processes: list[subprocess.Popen[bytes]] = []
-        self._started_at = 0.0
+
+    def node_ip(self, index: int) -> str:
+        """Node ``index``'s address: 127.X.Y.2, 127.X.Y.3, ... with X.Y this cluster's own.
+
+        All in the loopback range, one per node, so Ray tells the nodes apart, and
+        one range per cluster, so that Ray's fixed-port agents of two clusters on
+        one machine do not collide. Not 127.0.0.1: Ray replaces that with the
+        host's routable address (``resolve_ip_for_localhost`` in ``ray/_private/services.py``).
+        """
+        return f"{self._loopback_prefix}.{2 + index}"
 
     @property
     def address(self) -> str:
         """The GCS address: ``RAY_ADDRESS`` for drivers."""
-        return f"127.0.0.1:{self.gcs_port}"
+        return f"{self.node_ip(0)}:{self.gcs_port}"
 
     def env(self) -> dict[str, str]:
         """Environment for a driver of this cluster."""
@@ -88,10 +96,6 @@ class FakeNPUCluster:
             "RAY_ADDRESS": self.address,
             "RAY_AUTH_MODE": "disabled",
             "RAY_USAGE_STATS_ENABLED": "0",
-            # Ray turns 127.0.0.1 into the host's routable address, except where
-            # clusters are off (ray/_private/services.py get_node_ip_address):
-            # this keeps every node, driver and worker on loopback.
-            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         }
 
     def _ray_start(self, node: FakeNode, index: int) -> subprocess.Popen[bytes]:
@@ -103,17 +107,16 @@ class FakeNPUCluster:
             "start",
             *role,
             "--block",
-            "--node-ip-address=127.0.0.1",
+            f"--node-ip-address={self.node_ip(index)}",
             f"--num-cpus={node.num_cpus}",
             f"--resources={json.dumps(node.resources)}",
-            "--include-dashboard=false",
             "--disable-usage-stats",
             # Ray sizes the object store from the machine's memory; the recipes
             # pass little data through it.
             "--object-store-memory=500000000",
         ]
         if index == 0:
-            command.append(f"--temp-dir={self.temp_dir}")
+            command += [f"--temp-dir={self.temp_dir}", "--include-dashboard=false"]
         log = open(self.temp_dir / f"node-{index}.log", "wb")  # noqa: SIM115 - owned by the process
         return subprocess.Popen(
             command,
@@ -124,7 +127,6 @@ class FakeNPUCluster:
         )
 
     def start(self) -> FakeNPUCluster:
-        self._started_at = time.time()
         try:
             for index, node in enumerate(self.nodes):
                 self._node_processes.append(self._ray_start(node, index))
@@ -166,42 +168,61 @@ class FakeNPUCluster:
         )
 
     def stop(self) -> None:
-        """Stop every node (workers first), then check that nothing is left."""
+        """Stop every node (workers first), then check that nothing of the cluster is left."""
+        tracked = self._process_trees()
         for process in reversed(self._node_processes):
             _stop_process_group(process)
         self._node_processes.clear()
-        leftovers = self._wait_for_leftovers_to_exit()
+        leftovers = _wait_for_exit(tracked)
+        gcs_port_held = _port_in_use(self.node_ip(0), self.gcs_port)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
-        if leftovers:
-            for pid in leftovers:
+        if leftovers or gcs_port_held:
+            for process in leftovers:
                 with contextlib.suppress(psutil.Error):
-                    psutil.Process(pid).kill()
+                    process.kill()
             raise ClusterLeftovers(
-                "Ray or vLLM processes outlived the fake NPU cluster (now killed): "
-                + "; ".join(f"{pid} {text[:120]}" for pid, text in leftovers.items())
+                "the fake NPU cluster left behind "
+                + "; ".join(
+                    [f"process {p.pid} {_describe(p)} (now killed)" for p in leftovers]
+                    + [f"a listener on its GCS port {self.gcs_port}"] * gcs_port_held
+                )
             )
 
-    def _wait_for_leftovers_to_exit(self, timeout_s: float = 15) -> dict[int, str]:
-        deadline = time.monotonic() + timeout_s
-        while (leftovers := self.leftover_processes()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        return {pid: text for pid, (_, text) in leftovers.items()}
+    def _process_trees(self) -> list[psutil.Process]:
+        """The node processes and everything they started: Ray's daemons, workers, engines."""
+        tracked = []
+        for node in self._node_processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                root = psutil.Process(node.pid)
+                tracked += [root, *root.children(recursive=True)]
+        return tracked
 
-    def leftover_processes(self) -> dict[int, tuple[psutil.Process, str]]:
-        """Live Ray and vLLM processes started since this cluster started, by pid."""
-        found = {}
-        for process in psutil.process_iter(["pid", "name", "cmdline", "create_time", "status"]):
-            info = process.info
-            if (
-                info["pid"] == os.getpid()
-                or info["status"] == psutil.STATUS_ZOMBIE  # exited, not yet reaped
-                or (info["create_time"] or 0) < self._started_at - 1
-            ):
-                continue
-            text = " ".join([info["name"] or "", *(info["cmdline"] or [])])
-            if any(marker in text for marker in _RAY_OR_VLLM):
-                found[info["pid"]] = (process, text)
-        return found
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())[:120]
+    except psutil.Error:
+        return "(gone)"
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        # is_running() also tells a reused pid from the process we saw.
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_for_exit(processes: list[psutil.Process], timeout_s: float = 15) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout_s
+    while (alive := [p for p in processes if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return alive
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex((host, port)) == 0
 
 
 def _stop_process_group(process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
