@@ -14,12 +14,13 @@ from pathlib import Path
 
 import yaml
 
+from ray_serve_npu.vllm_cli import VLLMServe, find_compose_file, vllm_serve_service
+
 from .blocks import Block
 from .problems import Location, PageProblem, display_path
 
 #: Ray Serve's and vLLM's default HTTP port.
 DEFAULT_PORT = 8000
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def server_config(block: Block, recipes: Path) -> ServerConfig:
         if words[:2] == ["docker", "compose"] and "up" in words:
             return _compose_config(block, recipes, words)
         if words[:2] == ["vllm", "serve"]:
-            return _vllm_serve_config(words, "the server block")
+            return _vllm_serve_config(VLLMServe.parse(words), "the server block")
     raise block.problem(
         1,
         "cannot tell which server this block starts",
@@ -142,41 +143,20 @@ def _serve_yaml_config(file: Path) -> ServerConfig:
 
 
 def _compose_config(block: Block, recipes: Path, words: list[str]) -> ServerConfig:
-    named = [words[i + 1] for i, w in enumerate(words[:-1]) if w in {"-f", "--file"}]
-    candidates = [recipes / name for name in named] or [recipes / name for name in COMPOSE_FILES]
-    file = next((c for c in candidates if c.is_file()), None)
-    if file is None:
-        return _existing(block, candidates[0])  # raises
-    compose = yaml.safe_load(file.read_text()) or {}
-    for service in (compose.get("services") or {}).values():
-        command = service.get("command")
-        argv = shlex.split(command) if isinstance(command, str) else [str(w) for w in command or []]
-        if len(argv) >= 3 and argv[0] in {"bash", "sh"} and "-c" in argv:
-            argv = shlex.split(argv[-1])
-        if argv[:2] == ["vllm", "serve"]:
-            return _vllm_serve_config(argv, display_path(file))
-    raise block.problem(
-        1, f"no service in {display_path(file)} runs `vllm serve`", "give the service that command"
-    )
+    named = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in {"-f", "--file"}), None)
+    try:
+        service = vllm_serve_service(find_compose_file(recipes, named))
+    except FileNotFoundError as error:
+        raise block.problem(1, str(error), "add the Compose file the block starts") from None
+    except ValueError as error:
+        raise block.problem(1, str(error), "give the service a `vllm serve` command") from None
+    return _vllm_serve_config(service.command, display_path(service.file))
 
 
-def _vllm_serve_config(argv: list[str], source: str) -> ServerConfig:
-    options: dict[str, list[str]] = {}
-    flag = None
-    for word in argv[2:]:
-        if word.startswith("--"):
-            flag, _, value = word.partition("=")
-            options.setdefault(flag, [])
-            if value:
-                options[flag].append(value)
-                flag = None
-        elif flag is not None:
-            options[flag].append(word)
-    positional = next((w for w in argv[2:3] if not w.startswith("-")), None)
-    names = options.get("--served-model-name") or ([positional] if positional else [])
-    host = (options.get("--host") or [None])[0]
-    port = int((options.get("--port") or [DEFAULT_PORT])[0])
-    return ServerConfig(frozenset(names), host, port, source)
+def _vllm_serve_config(command: VLLMServe, source: str) -> ServerConfig:
+    names = command.get("--served-model-name") or command.model
+    port = int(command.get("--port") or DEFAULT_PORT)
+    return ServerConfig(frozenset([names] if names else []), command.get("--host"), port, source)
 
 
 def _checked(file: Path, model_ids: set[object], host: object, port: object) -> ServerConfig:

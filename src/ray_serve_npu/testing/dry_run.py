@@ -1,0 +1,115 @@
+"""``ray-serve-npu dry-run``: run a recipe on the fake-NPU tier before taking an Ascend node.
+
+Starts a local Ray cluster with fake NPUs, runs the recipe's command unchanged
+with a tiny random model swapped in (every dropped or changed setting is
+logged), sends one chat request to the model the recipe serves, and stops
+everything. Real: Ray, Ray Serve LLM, the plugin, vLLM's CPU engine, HTTP.
+Fake: the NPUs and the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shlex
+import sys
+import tempfile
+import threading
+import urllib.request
+from pathlib import Path
+
+from ray_serve_npu.hardware import NODE_KINDS
+from ray_serve_npu.testing.cluster import FakeNode
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ray-serve-npu dry-run",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "recipe",
+        help="a Python recipe (run as `python RECIPE`), a Serve config (`serve run RECIPE`) "
+        "or a Compose file (its `vllm serve` service)",
+    )
+    parser.add_argument("--port", type=int, default=8000, help="the port the recipe serves on")
+    parser.add_argument(
+        "--nodes", type=int, default=1, help="fake Ascend nodes in the local cluster (default 1)"
+    )
+    parser.add_argument(
+        "--node-kind", choices=sorted(NODE_KINDS), default="A2", help="NPUs per fake node"
+    )
+    parser.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="after the check request, keep serving until Ctrl+C",
+    )
+    return parser
+
+
+def command_for(recipe: Path) -> str:
+    """The command a page would run for this recipe, from its directory."""
+    name = shlex.quote(recipe.name)
+    if recipe.suffix == ".py":
+        return f"python {name}"
+    if recipe.name in {"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"}:
+        return f"docker compose -f {name} up -d"
+    if recipe.suffix in {".yaml", ".yml"}:
+        return f"serve run {name}"
+    raise ValueError(
+        f"{recipe}: not a recipe dry-run knows: give a .py recipe, a Serve config (.yaml) "
+        "or a Compose file (compose.yaml / docker-compose.yaml)"
+    )
+
+
+def _served_model(base_url: str) -> str:
+    with urllib.request.urlopen(f"{base_url}/v1/models", timeout=30) as response:
+        return str(json.load(response)["data"][0]["id"])
+
+
+def _chat(base_url: str, model: str) -> dict[str, object]:
+    body = json.dumps(
+        {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base_url}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return dict(json.load(response))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    recipe = Path(args.recipe).resolve()
+    if not recipe.is_file():
+        print(f"ray-serve-npu dry-run: {args.recipe}: no such file", file=sys.stderr)
+        return 2
+    try:
+        command = command_for(recipe)
+    except ValueError as error:
+        print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
+        return 2
+    if args.nodes < 1:
+        print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)
+        return 2
+    # Imported here: the fake tier needs vLLM's CPU build (the cpu-engine extra).
+    from ray_serve_npu.testing.fake_tier import fake_npu_tier
+
+    nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
+    with tempfile.TemporaryDirectory(prefix="ray-serve-npu-dry-run-") as workdir:
+        with fake_npu_tier(Path(workdir), nodes) as tier:
+            cluster = f"{args.nodes} fake {args.node_kind} node(s) at {tier.cluster.address}"
+            print(f"fake-npu tier: {cluster}")
+            print(f"fake-npu tier: running `{command}` in {recipe.parent}")
+            with tier.serve(command, cwd=recipe.parent, port=args.port) as server:
+                model = _served_model(server.base_url)
+                reply = _chat(server.base_url, model)
+                print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; a chat request got:")
+                print(json.dumps(reply, indent=2)[:2000])
+                if args.keep_serving:
+                    print("fake-npu tier: serving until Ctrl+C")
+                    with contextlib.suppress(KeyboardInterrupt):
+                        threading.Event().wait()
+    print("fake-npu tier: stopped; nothing left running")
+    return 0

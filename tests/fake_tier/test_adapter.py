@@ -1,0 +1,102 @@
+"""The fake tier's recipe adapter: what it keeps, what it changes, and that it says so."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from ray.serve.llm import LLMConfig
+
+import ray_serve_npu  # noqa: F401
+from ray_serve_npu.testing.adapter import (
+    DROPPED,
+    adapt_env,
+    adapt_llm_config,
+    adapt_vllm_serve,
+    log_changes,
+)
+from ray_serve_npu.vllm_cli import VLLMServe
+
+TINY = Path("/tmp/tiny-model")
+
+PRODUCTION = LLMConfig(
+    model_loading_config={"model_id": "deepseek-v4-flash", "model_source": "/models/dsv4"},
+    accelerator_config={"kind": "npu"},
+    placement_group_config={"bundles": [{"NPU": 1, "CPU": 2}] * 8},
+    deployment_config={"autoscaling_config": {"min_replicas": 1, "max_replicas": 2}},
+    engine_kwargs={
+        "tensor_parallel_size": 8,
+        "enable_expert_parallel": True,
+        "quantization": "ascend",
+        "max_model_len": 133120,
+        "max_num_seqs": 32,
+        "additional_config": {"enable_dsa_cp": True},
+    },
+    runtime_env={"env_vars": {"HCCL_BUFFSIZE": "1024", "LD_PRELOAD": "/x.so", "MY_TOKEN": "t"}},
+)
+
+
+def test_fake_tier_keeps_what_it_tests() -> None:
+    fields, _ = adapt_llm_config(PRODUCTION, TINY)
+    config = LLMConfig(**fields)
+    assert config.model_id == "deepseek-v4-flash"
+    assert config.accelerator_config.kind == "npu"
+    assert config.deployment_config == PRODUCTION.deployment_config
+    assert config.engine_kwargs["max_num_seqs"] == 32
+    # One worker, one NPU bundle: still an NPU placement.
+    assert config.get_engine_config().placement_bundles == [{"NPU": 1, "CPU": 2}]
+
+
+def test_fake_tier_swaps_model_and_ascend_settings() -> None:
+    fields, changes = adapt_llm_config(PRODUCTION, TINY)
+    assert fields["model_loading_config"]["model_source"] == str(TINY)
+    assert fields["engine_kwargs"]["tensor_parallel_size"] == 1
+    for key in ("quantization", "enable_expert_parallel", "additional_config"):
+        assert key not in fields["engine_kwargs"]
+    env = fields["runtime_env"]["env_vars"]
+    assert "HCCL_BUFFSIZE" not in env and "LD_PRELOAD" not in env
+    assert env["MY_TOKEN"] == "t"  # not an Ascend setting: kept
+    dropped = {change.key for change in changes if change.after == DROPPED}
+    assert dropped >= {
+        "engine_kwargs.quantization",
+        "engine_kwargs.enable_expert_parallel",
+        "engine_kwargs.additional_config",
+        "env HCCL_BUFFSIZE",
+        "env LD_PRELOAD",
+    }
+
+
+def test_fake_tier_logs_every_change(caplog: pytest.LogCaptureFixture) -> None:
+    _, changes = adapt_llm_config(PRODUCTION, TINY)
+    with caplog.at_level(logging.WARNING, logger="ray_serve_npu.fake_tier"):
+        log_changes(changes)
+    assert len(caplog.records) == len(changes)
+    assert "fake-npu tier: engine_kwargs.tensor_parallel_size: 8 -> 1" in caplog.text
+
+
+def test_fake_tier_vllm_serve_keeps_name_and_port() -> None:
+    command = VLLMServe.parse(
+        [
+            "vllm", "serve", "/models/dsv4",
+            "--served-model-name", "deepseek-v4-flash",
+            "--port", "8000",
+            "--tensor-parallel-size", "8",
+            "--enable-expert-parallel",
+            "--additional-config", '{"enable_dsa_cp": true}',
+        ]
+    )  # fmt: skip
+    argv, changes = adapt_vllm_serve(command, TINY)
+    assert argv[:2] == ["--model", str(TINY)]
+    assert argv[2:6] == ["--served-model-name", "deepseek-v4-flash", "--port", "8000"]
+    assert "--additional-config" not in argv and "--enable-expert-parallel" not in argv
+    assert "--enforce-eager" in argv
+    assert {"vllm serve --additional-config", "vllm serve --enable-expert-parallel"} <= {
+        change.key for change in changes
+    }
+
+
+def test_fake_tier_env_turns_on_the_fake_platform() -> None:
+    env, _ = adapt_env({"ASCEND_RT_VISIBLE_DEVICES": "0"})
+    assert env["RAY_SERVE_NPU_FAKE_PLATFORM"] == "1"
+    assert "ASCEND_RT_VISIBLE_DEVICES" not in env

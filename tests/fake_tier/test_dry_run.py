@@ -1,0 +1,58 @@
+"""``ray-serve-npu dry-run``: the user-facing way into the fake-NPU tier."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.cli import main
+from ray_serve_npu.testing.dry_run import command_for
+
+RECIPES = Path(__file__).parents[2] / "recipes"
+
+
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("serve_npu.py", "python serve_npu.py"),
+        ("serve_config.yaml", "serve run serve_config.yaml"),
+        ("docker-compose.yaml", "docker compose -f docker-compose.yaml up -d"),
+    ],
+)
+def test_dry_run_runs_a_recipe_as_its_page_does(name: str, command: str) -> None:
+    assert command_for(Path(name)) == command
+
+
+def test_dry_run_refuses_what_it_cannot_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dry-run", str(tmp_path / "missing.py")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    assert main(["dry-run", str(notes)]) == 2
+    assert "not a recipe dry-run knows" in capsys.readouterr().err
+
+
+@pytest.mark.fake_npu
+def test_fake_npu_dry_run_serves_the_recipe_and_cleans_up() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(RECIPES / "serve_npu.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "serves 'deepseek-v4-flash'" in result.stdout
+    assert '"object": "chat.completion"' in result.stdout
+    assert "stopped; nothing left running" in result.stdout
+    # Every setting the fake tier dropped is said, not skipped silently.
+    assert (
+        "fake-npu tier: dropped engine_kwargs.quantization='ascend'"
+        in result.stdout + result.stderr
+    )

@@ -1,0 +1,69 @@
+"""Reading `vllm serve` command lines and the Compose services that run them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.vllm_cli import VLLMServe, find_compose_file, vllm_serve_service
+
+
+def test_parse_keeps_model_flags_values_and_switches_in_order() -> None:
+    command = VLLMServe.parse(
+        ["vllm", "serve", "/models/m", "--port", "8000", "--enforce-eager", "--max-model-len=2048"]
+    )
+    assert command.model == "/models/m"
+    assert list(command) == [
+        ("--port", "8000"),
+        ("--enforce-eager", None),
+        ("--max-model-len", "2048"),
+    ]
+    assert command.get("--port") == "8000"
+    assert command.get("--missing", "default") == "default"
+
+
+def test_parse_takes_the_last_value_of_a_repeated_flag() -> None:
+    command = VLLMServe.parse(["vllm", "serve", "m", "--port", "1", "--port", "2"])
+    assert command.get("--port") == "2"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["python", "-m", "vllm"], "not a `vllm serve` command"),
+        (["vllm", "serve", "m", "stray"], "`stray` in `vllm serve` follows no flag"),
+    ],
+)
+def test_parse_refuses_what_is_not_vllm_serve(argv: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        VLLMServe.parse(argv)
+
+
+def test_compose_service_argv_list_and_environment(tmp_path: Path) -> None:
+    (tmp_path / "docker-compose.yaml").write_text(
+        "services:\n"
+        "  web:\n    image: nginx\n"
+        "  llm:\n"
+        "    command: [vllm, serve, /w, --served-model-name, m, --port, '8100']\n"
+        "    environment: [A=1, B=two]\n"
+    )
+    service = vllm_serve_service(find_compose_file(tmp_path))
+    assert service.name == "llm"
+    assert service.command.get("--served-model-name") == "m"
+    assert service.environment == {"A": "1", "B": "two"}
+
+
+def test_compose_service_in_a_shell_string(tmp_path: Path) -> None:
+    file = tmp_path / "compose.yaml"
+    file.write_text("services:\n  llm:\n    command: bash -c 'vllm serve /w --port 9'\n")
+    assert vllm_serve_service(file).command.get("--port") == "9"
+
+
+def test_compose_file_missing_or_without_vllm(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no Compose file"):
+        find_compose_file(tmp_path)
+    file = tmp_path / "compose.yaml"
+    file.write_text("services:\n  web:\n    image: nginx\n")
+    with pytest.raises(ValueError, match="no service runs `vllm serve`"):
+        vllm_serve_service(file)
