@@ -75,7 +75,11 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the code."""
-    session.install("ruff")
+    """ruff over the code; the style checker over the pages (each finding as file:line)."""
+    session.install("ruff", "pyyaml")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # The checker is a package of its own, importable without Ray or the project installed.
+    session.run(
+        "python", "-m", "ray_serve_npu_docs.style", "docs", env={"PYTHONPATH": str(ROOT / "src")}
+    )
