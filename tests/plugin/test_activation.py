@@ -141,3 +141,28 @@ def test_import_fails_on_an_untested_ray() -> None:
     )
     assert result.returncode != 0
     assert "UnsupportedRayError: ray-serve-npu supports ray" in result.stderr.decode()
+
+
+def test_serve_config_import_path_builds_npu_bundles(ray_with_fake_npus: None) -> None:
+    # What `serve run` / `serve deploy` / KubeRay do with
+    # `import_path: ray_serve_npu:build_openai_app` and `args:` from YAML.
+    from ray._common.utils import import_attr
+    from ray.serve._private.build_app import build_app
+
+    builder = import_attr("ray_serve_npu:build_openai_app")
+    app = builder(
+        {
+            "llm_configs": [
+                {
+                    "model_loading_config": {"model_id": "m"},
+                    "accelerator_config": {"kind": "npu"},
+                    "engine_kwargs": {"tensor_parallel_size": 2},
+                }
+            ]
+        }
+    )
+    bundles = {
+        deployment.name: deployment._replica_config.placement_group_bundles
+        for deployment in build_app(app, name="npu-app").deployments
+    }
+    assert bundles["LLMServer:m"] == [{"NPU": 1, "CPU": 1}, {"NPU": 1}]

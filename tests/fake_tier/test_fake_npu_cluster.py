@@ -1,0 +1,54 @@
+"""The fake NPU cluster itself: what it advertises, and that it leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import psutil
+
+from ray_serve_npu.hardware import A3
+from ray_serve_npu.testing.cluster import FakeNode, fake_npu_cluster
+
+NODES_SCRIPT = """
+import json, ray
+ray.init(logging_level="ERROR")
+print(json.dumps([[n["NodeManagerAddress"], n["Resources"]] for n in ray.nodes() if n["Alive"]]))
+"""
+
+
+def test_fake_npu_cluster_of_two_nodes_on_loopback_leaves_nothing_behind() -> None:
+    with fake_npu_cluster(
+        [FakeNode(), FakeNode(node_kind=A3, soc_name="Ascend910_9391")]
+    ) as cluster:
+        probe = subprocess.run(
+            [sys.executable, "-c", NODES_SCRIPT],
+            env={**os.environ, **cluster.env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        nodes = json.loads(probe.stdout.splitlines()[-1])
+        processes = cluster._process_trees()
+        gcs = (cluster.node_ip(0), cluster.gcs_port)
+    addresses = [address for address, _ in nodes]
+    assert all(address.startswith("127.") for address in addresses)
+    assert len(set(addresses)) == 2
+    resources = sorted(
+        (r["NPU"], [k for k in r if k.startswith("accelerator_type:")]) for _, r in nodes
+    )
+    assert resources == [
+        (8.0, ["accelerator_type:Ascend910B4"]),
+        (16.0, ["accelerator_type:Ascend910_9391"]),
+    ]
+    # Ray's daemons and workers ran under the nodes' process groups...
+    assert len(processes) > 4
+    # ...and none of them, nor a listener on the GCS port, outlived the cluster.
+    assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    listeners = [
+        c for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr == gcs
+    ]
+    assert not listeners
