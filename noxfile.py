@@ -1,4 +1,5 @@
-"""Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site), ``nox -s lint``."""
+"""Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site in every
+edition), ``nox -s lint`` (code and page style), ``nox -s docs-po`` (update translations)."""
 
 from __future__ import annotations
 
@@ -54,23 +55,47 @@ def tests(session: nox.Session, ray: str) -> None:
     )
 
 
+#: The site's editions: language -> directory below the built site. The English
+#: source is the root; each translation comes from docs/locale/<language>/.
+EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh_CN"}
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the site with warnings as errors."""
+    """Build every edition of the site with warnings as errors."""
     session.install(".[docs]")
     out = BUILD / "docs" / "html"
-    session.run(
-        "sphinx-build",
-        "-W",
-        "-n",
-        "--keep-going",
-        "-b",
-        "html",
-        "docs",
-        str(out),
-        env=TEST_ENV,
-    )
+    for language, directory in EDITIONS.items():
+        session.run(
+            "sphinx-build",
+            "-W",
+            "-n",
+            "--keep-going",
+            "-b",
+            "html",
+            "-D",
+            f"language={language}",
+            "docs",
+            str(out / directory),
+            env=TEST_ENV,
+        )
     session.log(f"Site: {out / 'index.html'}")
+
+
+@nox.session(name="docs-po")
+def docs_po(session: nox.Session) -> None:
+    """After a page changes: extract its messages and merge them into each edition's .po files.
+
+    New and changed messages arrive untranslated (or fuzzy); tests/i18n lists them.
+    """
+    session.install(".[docs]")
+    pot = BUILD / "gettext"
+    session.run("sphinx-build", "-q", "-b", "gettext", "docs", str(pot), env=TEST_ENV)
+    for language in EDITIONS:
+        if language != "en":
+            session.run(
+                "sphinx-intl", "update", "-p", str(pot), "-l", language, "-d", "docs/locale"
+            )
 
 
 @nox.session

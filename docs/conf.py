@@ -28,6 +28,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "code_substitutions",
     "recipe_pins",
+    "editions",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/.pytest_cache"]
@@ -108,6 +109,13 @@ myst_substitutions = {
     "pin_table": _pin_table(),
 }
 
+# -- Editions: English source, Chinese through gettext ----------------------
+
+#: ``docs/locale/zh_CN/LC_MESSAGES/<page>.po``; ``-D language=zh_CN`` builds the Chinese edition.
+locale_dirs = ["locale/"]
+# One catalog per page, so a page's translation lives beside its name.
+gettext_compact = False
+
 # -- HTML -------------------------------------------------------------------
 
 html_theme = "pydata_sphinx_theme"
@@ -116,13 +124,14 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    "navbar_end": ["language-switcher", "theme-switcher", "navbar-icon-links"],
 }
+templates_path = ["_templates"]
 html_static_path: list[str] = []
 html_show_sourcelink = False
 
 # No prompts on the pages; strip none, copy what is shown.
 copybutton_exclude = ".linenos, .gp, .go"
-
 
 
 def _prose_aware_inline_attribute(original):

@@ -1,0 +1,71 @@
+"""Link each page to the same page in the site's other editions.
+
+The English edition is the site's root and each translation is a directory below
+it (``zh_CN/``), so a page's other editions are at fixed relative paths. The theme's
+navbar shows the links through ``_templates/language-switcher.html``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+#: Language code -> (label in that language, directory below the site's root).
+EDITIONS: dict[str, tuple[str, str]] = {
+    "en": ("English", ""),
+    "zh_CN": ("中文", "zh_CN/"),
+}
+
+
+def edition_links(language: str, target_uri: str, depth: int) -> list[dict[str, Any]]:
+    """Links from one page (``target_uri``, ``depth`` directories down) to every edition."""
+    site_root = "../" * depth + ("../" if EDITIONS[language][1] else "")
+    return [
+        {
+            "language": code,
+            "hreflang": code.replace("_", "-"),
+            "label": label,
+            "url": f"{site_root}{directory}{target_uri}",
+            "current": code == language,
+        }
+        for code, (label, directory) in EDITIONS.items()
+    ]
+
+
+def _page_context(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    language = app.config.language or "en"
+    if language not in EDITIONS:
+        return
+    target = app.builder.get_target_uri(pagename)
+    context["editions"] = edition_links(language, target, pagename.count("/"))
+
+
+def _catalogs_outside_the_sources(app: Sphinx, config: Config) -> None:
+    """Read the translations from a copy beside the doctrees.
+
+    Sphinx compiles each ``.po`` into a ``.mo`` next to it; pointed at a copy under
+    the build directory, it leaves the source tree as it found it.
+    """
+    if (config.language or "en") == "en":
+        return
+    copy = Path(app.doctreedir) / "locale"
+    for source in config.locale_dirs:
+        shutil.copytree(
+            Path(app.confdir) / source,
+            copy,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("*.mo"),
+        )
+    config.locale_dirs = [str(copy)]
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("config-inited", _catalogs_outside_the_sources)
+    app.connect("html-page-context", _page_context)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

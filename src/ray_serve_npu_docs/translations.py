@@ -1,0 +1,93 @@
+"""Check a translation against the pages: every message translated, code kept as written.
+
+``python -m ray_serve_npu_docs.translations docs zh_CN`` extracts the pages' messages
+with Sphinx's gettext builder and prints one ``file:line`` per message that the
+language's ``.po`` file lacks, leaves empty or marks fuzzy, and per translation that
+drops or changes an inline code span, role or substitution of its message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po
+
+from ray_serve_npu_docs.site import build
+
+# Inline code (`x` or ``x``), roles ({doc}`x`, :func:`x`) and substitutions ({{ x }}):
+# what a translation must carry over unchanged.
+_VERBATIM = re.compile(r"(\{[a-z:-]+\}|:[a-z:]+:)?(`+)(?!`)[\s\S]+?(?<!`)\2(?!`)|\{\{\s*\w+\s*\}\}")
+_ROLE_PREFIX = re.compile(r"^(\{[a-z:-]+\}|:[a-z:]+:)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One message of one page that the translation gets wrong."""
+
+    po_file: Path
+    line: int
+    msgid: str
+    what: str
+
+    def format(self) -> str:
+        return f"{self.po_file}:{self.line}: {self.what}: {self.msgid[:80]!r}"
+
+
+def verbatim_parts(text: str) -> list[str]:
+    """Code spans, roles' targets and substitutions, normalized across RST and MyST roles."""
+    return sorted(_ROLE_PREFIX.sub("", found.group(0)) for found in _VERBATIM.finditer(text))
+
+
+def _read(path: Path) -> Catalog:
+    with path.open("rb") as stream:
+        return read_po(stream)
+
+
+def check_catalogs(pot_dir: Path, po_dir: Path) -> Iterator[Problem]:
+    """Compare each page's template (``.pot``) with the language's ``.po`` file."""
+    for pot in sorted(pot_dir.glob("*.pot")):
+        po_file = po_dir / f"{pot.stem}.po"
+        translated = _read(po_file) if po_file.exists() else Catalog()
+        for message in _read(pot):
+            if not message.id:
+                continue
+            found = translated.get(message.id)
+            if found is None or not found.string:
+                yield Problem(po_file, found.lineno if found else 0, message.id, "untranslated")
+            elif found.fuzzy:
+                yield Problem(po_file, found.lineno, message.id, "fuzzy")
+            elif verbatim_parts(message.id) != verbatim_parts(str(found.string)):
+                yield Problem(po_file, found.lineno, message.id, "code or names changed")
+
+
+def check_language(docs: Path, language: str) -> list[Problem]:
+    """Extract the pages' messages and check ``docs/locale/<language>`` against them."""
+    with tempfile.TemporaryDirectory() as pot_dir:
+        build(docs, Path(pot_dir), builder="gettext")
+        po_dir = docs / "locale" / language / "LC_MESSAGES"
+        return list(check_catalogs(Path(pot_dir), po_dir))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ray_serve_npu_docs.translations", description=__doc__
+    )
+    parser.add_argument("docs", type=Path, help="the site's source directory")
+    parser.add_argument("language", help="a language under docs/locale, such as zh_CN")
+    args = parser.parse_args(argv)
+    problems = check_language(args.docs, args.language)
+    for problem in problems:
+        print(problem.format())
+    print(f"{len(problems)} translation problem(s)", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The Chinese edition: every page message translated, and code identical to the English."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu_docs.site import build
+from ray_serve_npu_docs.translations import check_catalogs, check_language, verbatim_parts
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_every_message_of_every_page_is_translated() -> None:
+    problems = check_language(DOCS, "zh_CN")
+    assert not problems, "run `nox -s docs-po`, then translate:\n" + "\n".join(
+        problem.format() for problem in problems
+    )
+
+
+MSGID = "Run `ray start` with {{ npu_resource }}, see {doc}`tuning`."
+GOOD = "运行 `ray start`，资源为 {{ npu_resource }}，参见 {doc}`tuning`。"
+
+
+def _catalog(msgstr: str, flags: str = "") -> str:
+    entry = f"{flags}msgid {MSGID!r}\nmsgstr {msgstr!r}\n".replace("'", '"')
+    return 'msgid ""\nmsgstr ""\n\n' + entry
+
+
+def _problems(tmp_path: Path, msgstr: str, flags: str = "") -> list[str]:
+    (tmp_path / "page.pot").write_text(_catalog(""))
+    (tmp_path / "page.po").write_text(_catalog(msgstr, flags))
+    return [problem.what for problem in check_catalogs(tmp_path, tmp_path)]
+
+
+def test_a_good_translation_passes(tmp_path: Path) -> None:
+    assert _problems(tmp_path, GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("msgstr", "flags", "what"),
+    [
+        ("", "", "untranslated"),
+        (GOOD, "#, fuzzy\n", "fuzzy"),
+        (GOOD.replace("ray start", "ray stop"), "", "code or names changed"),
+        (GOOD.replace("`ray start`", "ray start"), "", "code or names changed"),
+        (GOOD.replace("资源为 {{ npu_resource }}，", ""), "", "code or names changed"),
+    ],
+)
+def test_a_bad_translation_is_reported(tmp_path: Path, msgstr: str, flags: str, what: str) -> None:
+    assert _problems(tmp_path, msgstr, flags) == [what]
+
+
+def test_a_page_without_a_catalog_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "page.pot").write_text(_catalog(""))
+    assert [p.what for p in check_catalogs(tmp_path, tmp_path / "missing")] == ["untranslated"]
+
+
+def test_rst_and_myst_roles_compare_equal() -> None:
+    assert verbatim_parts(":func:`ray.serve.llm.build_openai_app`") == verbatim_parts(
+        "{func}`ray.serve.llm.build_openai_app`"
+    )
+
+
+@pytest.fixture(scope="module")
+def editions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Both editions read into docutils XML, the doctree Sphinx writes HTML from."""
+    out = tmp_path_factory.mktemp("editions")
+    return {
+        language: build(DOCS, out / language, language=language, builder="xml")
+        for language in ("en", "zh_CN")
+    }
+
+
+def _pages(edition: Path) -> dict[str, ElementTree.Element]:
+    return {
+        str(path.relative_to(edition)): ElementTree.parse(path).getroot()
+        for path in sorted(edition.rglob("*.xml"))
+    }
+
+
+def _code_blocks(page: ElementTree.Element) -> list[str]:
+    return ["".join(block.itertext()) for block in page.iter("literal_block")]
+
+
+def test_code_blocks_are_identical_in_both_editions(editions: dict[str, Path]) -> None:
+    english, chinese = _pages(editions["en"]), _pages(editions["zh_CN"])
+    assert english.keys() == chinese.keys()
+    assert sum(len(_code_blocks(page)) for page in english.values()) > 50
+    for name, page in english.items():
+        assert _code_blocks(chinese[name]) == _code_blocks(page), name
+
+
+def test_every_page_of_the_chinese_edition_is_in_chinese(editions: dict[str, Path]) -> None:
+    for name, page in _pages(editions["zh_CN"]).items():
+        paragraphs = ["".join(p.itertext()) for p in page.iter("paragraph")]
+        in_chinese = [text for text in paragraphs if _CJK.search(text)]
+        assert len(in_chinese) >= len(paragraphs) / 2, name
