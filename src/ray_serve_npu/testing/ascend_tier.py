@@ -15,7 +15,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .harness.server_config import commands
-from .processes import ProcessServer, start_process_group, stop_process_group, wait_until_ready
+from .processes import (
+    ProcessServer,
+    ensure_port_free,
+    start_process_group,
+    stop_process_group,
+    wait_until_ready,
+)
 from .tier import MODEL_PATH_ENV_VAR, Server, Tier
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
@@ -79,6 +85,7 @@ class AscendTier:
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:
         with tempfile.TemporaryDirectory(prefix="ascend-server-") as logs:
             server = ProcessServer(f"http://127.0.0.1:{port}", Path(logs) / "server.log")
+            ensure_port_free(port)
             process = start_process_group(
                 ["bash", "-c", command],
                 cwd=cwd,

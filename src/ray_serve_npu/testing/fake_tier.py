@@ -25,6 +25,7 @@ from ray_serve_npu.testing.adapter import adapt_env, adapt_vllm_serve, log_chang
 from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.processes import (
     ProcessServer,
+    ensure_port_free,
     start_process_group,
     stop_process_group,
     wait_until_ready,
@@ -83,6 +84,7 @@ class FakeNPUTier:
 
     @contextlib.contextmanager
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[ProcessServer]:
+        ensure_port_free(port)
         compose = self._server_argv(command, cwd)
         argv, extra_env = compose or (["bash", "-c", command], {})
         server = ProcessServer(

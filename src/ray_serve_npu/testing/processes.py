@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
@@ -25,6 +26,20 @@ class ProcessServer:
 
     def logs(self) -> str:
         return self.log_file.read_text(errors="replace")
+
+
+def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Refuse to start a page's server on a port that another server already answers on.
+
+    Otherwise the page's clients would talk to that other server: a 404 for the
+    model, or a pass for the wrong reason.
+    """
+    with socket.socket() as probe:
+        if probe.connect_ex((host, port)) == 0:
+            raise RuntimeError(
+                f"port {port} on {host} is already taken by another server; stop it, so that "
+                "the clients reach the server this page starts"
+            )
 
 
 def start_process_group(

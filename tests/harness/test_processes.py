@@ -1,0 +1,19 @@
+"""Process-group servers shared by both tiers."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from ray_serve_npu.testing.processes import ensure_port_free
+
+
+def test_a_taken_port_is_refused_with_the_reason() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(RuntimeError, match=f"port {port} on 127.0.0.1 is already taken"):
+            ensure_port_free(port)
+    ensure_port_free(port)  # closed again: free
