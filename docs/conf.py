@@ -126,7 +126,11 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
     "navbar_end": ["language-switcher", "theme-switcher", "navbar-icon-links"],
 }
+# The theme's colour mode starts empty without this and logs a console error.
+html_context = {"default_mode": "auto"}
 templates_path = ["_templates"]
+# Without an icon, every page load asks the server for /favicon.ico and logs a 404.
+html_favicon = "_static/favicon.svg"
 html_static_path: list[str] = []
 html_show_sourcelink = False
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.search.zh import SearchChinese
 
 #: Language code -> (label in that language, directory below the site's root).
 EDITIONS: dict[str, tuple[str, str]] = {
@@ -65,7 +66,20 @@ def _catalogs_outside_the_sources(app: Sphinx, config: Config) -> None:
     config.locale_dirs = [str(copy)]
 
 
+class SearchChineseWithoutStemmer(SearchChinese):
+    """Sphinx 9.0's Chinese search, minus its broken JavaScript stemmer.
+
+    Sphinx 9.0.4 ships the English stemmer for Chinese pages but names it
+    ``ChineseStemmer`` in ``language_data.js``, so the search page fails with a
+    ReferenceError. The index holds every word unstemmed as well, so the default
+    pass-through stemmer still finds ``NPU`` and the other Latin terms.
+    """
+
+    js_stemmer_rawcode = ""
+
+
 def setup(app: Sphinx) -> dict[str, object]:
+    app.add_search_language(SearchChineseWithoutStemmer)
     app.connect("config-inited", _catalogs_outside_the_sources)
     app.connect("html-page-context", _page_context)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

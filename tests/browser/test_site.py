@@ -1,0 +1,118 @@
+"""Every page of both editions works in a real browser: tabs, copy buttons, search, language."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+EDITIONS = {"en": "", "zh_CN": "zh_CN/"}
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _open(browser: WebDriver, url: str) -> None:
+    browser.get(url)
+    WebDriverWait(browser, 20).until(
+        lambda b: b.execute_script("return document.readyState") == "complete"
+    )
+
+
+def _console_errors(browser: WebDriver) -> list[str]:
+    return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _wait_for_copy_buttons(browser: WebDriver, count: int) -> None:
+    """sphinx-copybutton adds one button per code block once the page has loaded."""
+    WebDriverWait(browser, 10).until(
+        lambda b: len(b.find_elements(By.CSS_SELECTOR, "button.copybtn")) == count
+    )
+
+
+def _visible(browser: WebDriver, selector: str) -> list:
+    return [e for e in browser.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_page_has_copy_buttons_and_no_console_errors(
+    browser: WebDriver, site_url: str, pages: list[str], edition: str, screenshots: Path
+) -> None:
+    total_code_blocks = 0
+    for page in pages:
+        _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+        code_blocks = len(browser.find_elements(By.CSS_SELECTOR, "div.highlight pre"))
+        _wait_for_copy_buttons(browser, code_blocks)
+        total_code_blocks += code_blocks
+        browser.save_screenshot(str(screenshots / f"{edition}-{page.removesuffix('.html')}.png"))
+        assert _console_errors(browser) == [], f"{edition}/{page}"
+    assert total_code_blocks > 50
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_a2_and_a3_tabs_switch_together(
+    browser: WebDriver, site_url: str, edition: str, screenshots: Path
+) -> None:
+    _open(browser, f"{site_url}/{EDITIONS[edition]}npu-ascend.html")
+    # sphinx-design remembers the last tab chosen; start from the page's default.
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
+    _open(browser, f"{site_url}/{EDITIONS[edition]}npu-ascend.html")
+    panels = {
+        kind: browser.find_elements(By.CSS_SELECTOR, f"label.sd-tab-label[data-sync-id='{kind}']")
+        for kind in ("a2", "a3")
+    }
+    assert len(panels["a2"]) == len(panels["a3"]) >= 2
+
+    def shown(kind: str) -> list[bool]:
+        return [
+            browser.find_element(By.ID, label.get_attribute("aria-controls")).is_displayed()
+            for label in panels[kind]
+        ]
+
+    assert shown("a2") == [True] * len(panels["a2"]) and not any(shown("a3"))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", panels["a3"][0])
+    panels["a3"][0].click()
+    # sphinx-design syncs tab sets on the same key: one click switches every A2/A3 pair.
+    WebDriverWait(browser, 5).until(lambda _: all(shown("a3")))
+    assert not any(shown("a2"))
+    assert (
+        "davinci15"
+        in browser.find_element(By.ID, panels["a3"][1].get_attribute("aria-controls")).text
+    )
+    browser.save_screenshot(str(screenshots / f"{edition}-tabs-a3.png"))
+    assert _console_errors(browser) == []
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_search_finds_npu(
+    browser: WebDriver, site_url: str, edition: str, screenshots: Path
+) -> None:
+    _open(browser, f"{site_url}/{EDITIONS[edition]}search.html?q=NPU")
+    WebDriverWait(browser, 20).until(lambda b: b.find_elements(By.CSS_SELECTOR, "ul.search li a"))
+    found = {
+        link.get_attribute("href").rsplit("/", 1)[-1].split("?")[0].split("#")[0]
+        for link in browser.find_elements(By.CSS_SELECTOR, "ul.search li a")
+    }
+    assert {"npu-ascend.html", "troubleshooting.html"} <= found
+    browser.save_screenshot(str(screenshots / f"{edition}-search-npu.png"))
+    assert _console_errors(browser) == []
+
+
+def test_the_language_switch_goes_to_the_same_page_and_back(
+    browser: WebDriver, site_url: str, screenshots: Path
+) -> None:
+    _open(browser, f"{site_url}/tuning.html")
+    english_heading = browser.find_element(By.TAG_NAME, "h1").text
+    _visible(browser, "a.language-switcher-link[hreflang='zh-CN']")[0].click()
+    WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith("/zh_CN/tuning.html"))
+    assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == "zh-CN"
+    chinese_heading = browser.find_element(By.TAG_NAME, "h1").text
+    assert _CJK.search(chinese_heading) and chinese_heading != english_heading
+    browser.save_screenshot(str(screenshots / "zh_CN-switched-tuning.png"))
+
+    _visible(browser, "a.language-switcher-link[hreflang='en']")[0].click()
+    WebDriverWait(browser, 10).until(lambda b: b.current_url == f"{site_url}/tuning.html")
+    assert browser.find_element(By.TAG_NAME, "h1").text == english_heading
+    assert _console_errors(browser) == []
