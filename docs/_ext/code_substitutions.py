@@ -42,8 +42,9 @@ def substitute_code(text: str, values: dict[str, str], docname: str = "") -> str
         def replace(found: re.Match[str]) -> str:
             name = found.group(1)
             if name not in values:
-                logger.warning("unknown substitution {{ %s }} in a code block", name,
-                               location=docname)
+                logger.warning(
+                    "unknown substitution {{ %s }} in a code block", name, location=docname
+                )
                 return found.group(0)
             return str(values[name])
 
