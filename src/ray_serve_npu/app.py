@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ray_serve_npu.placement import check_placement
+
 if TYPE_CHECKING:
     from ray.serve.deployment import Application
 
@@ -47,4 +49,6 @@ def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
                 "llm_configs": LLMServingArgs.model_validate({"llm_configs": adapted}).llm_configs
             }
         )
+    # Serve waits forever for a placement group no node can hold: fail here instead.
+    check_placement(LLMServingArgs.model_validate(llm_serving_args).llm_configs)
     return ray_build_openai_app(llm_serving_args)
