@@ -1,0 +1,54 @@
+"""A fake cluster of two A2 nodes (eight fake NPUs each) that this test process drives."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import ray
+from ray import serve
+
+import ray_serve_npu  # noqa: F401  (activates the npu kind)
+from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def load_recipe(name: str) -> ModuleType:
+    """Import ``recipes/<name>.py`` the way ``python <name>.py`` in recipes/ does."""
+    spec = importlib.util.spec_from_file_location(name, RECIPES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # The recipes import serve_npu from their own directory.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(RECIPES))
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="package")
+def two_node_cluster() -> Iterator[FakeNPUCluster]:
+    """Two fake A2 nodes; this process is connected to them and Serve runs without proxies.
+
+    No HTTP proxy: two nodes on one machine would bind the same port, and the
+    tests send their requests through Serve handles.
+    """
+    with fake_npu_cluster([FakeNode(), FakeNode()]) as cluster:
+        saved = {name: os.environ.get(name) for name in cluster.env()}
+        os.environ.update(cluster.env())
+        ray.init(address=cluster.address, logging_level="ERROR")
+        try:
+            serve.start(proxy_location="Disabled")
+            yield cluster
+        finally:
+            serve.shutdown()
+            ray.shutdown()
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
