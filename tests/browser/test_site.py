@@ -32,6 +32,11 @@ def _wait_for_copy_buttons(browser: WebDriver, count: int) -> None:
     )
 
 
+def _result_pages(browser: WebDriver) -> set[str]:
+    links = browser.find_elements(By.CSS_SELECTOR, "ul.search li a")
+    return {re.split(r"[?#]", link.get_attribute("href"))[0].rsplit("/", 1)[-1] for link in links}
+
+
 def _visible(browser: WebDriver, selector: str) -> list:
     return [e for e in browser.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
 
@@ -90,12 +95,9 @@ def test_search_finds_npu(
     browser: WebDriver, site_url: str, edition: str, screenshots: Path
 ) -> None:
     _open(browser, f"{site_url}/{EDITIONS[edition]}search.html?q=NPU")
-    WebDriverWait(browser, 20).until(lambda b: b.find_elements(By.CSS_SELECTOR, "ul.search li a"))
-    found = {
-        link.get_attribute("href").rsplit("/", 1)[-1].split("?")[0].split("#")[0]
-        for link in browser.find_elements(By.CSS_SELECTOR, "ul.search li a")
-    }
-    assert {"npu-ascend.html", "troubleshooting.html"} <= found
+    expected = {"npu-ascend.html", "troubleshooting.html"}
+    # Sphinx lists the results one by one; wait for the ones this search must find.
+    WebDriverWait(browser, 20).until(lambda b: expected <= _result_pages(b))
     browser.save_screenshot(str(screenshots / f"{edition}-search-npu.png"))
     assert _console_errors(browser) == []
 
