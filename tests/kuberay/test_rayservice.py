@@ -1,0 +1,109 @@
+"""recipes/kuberay/rayservice.yaml against KubeRay v1.7.0's RayService schema and the recipe."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+import ray_serve_npu  # noqa: F401  (activates the npu kind)
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = ROOT / "recipes" / "kuberay" / "rayservice.yaml"
+CRD = Path(__file__).parent / "data" / "ray.io_rayservices.yaml"
+
+
+def _schema() -> dict[str, Any]:
+    crd = yaml.safe_load(CRD.read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    return v1["schema"]["openAPIV3Schema"]
+
+
+def _manifest() -> dict[str, Any]:
+    return yaml.safe_load(MANIFEST.read_text())
+
+
+def _errors(manifest: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(_schema())
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(manifest)]
+
+
+def test_the_crd_is_kuberay_v1_7_0_rayservice() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    assert crd["spec"]["names"]["kind"] == "RayService"
+    assert crd["spec"]["group"] == "ray.io"
+
+
+def test_manifest_validates_against_the_rayservice_schema() -> None:
+    assert _errors(_manifest()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        # The schema must catch what a wrong manifest would get wrong.
+        (["spec", "rayClusterConfig", "workerGroupSpecs", 0, "rayStartParams", "resources"], 8),
+        (["spec", "rayClusterConfig", "workerGroupSpecs", 0, "replicas"], "two"),
+        (["spec", "serveConfigV2"], {"applications": []}),
+    ],
+)
+def test_schema_rejects_a_broken_manifest(path: list[Any], value: Any) -> None:
+    manifest = _manifest()
+    target = manifest
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert _errors(manifest) != []
+
+
+def _worker() -> dict[str, Any]:
+    (worker,) = _manifest()["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    return worker
+
+
+def test_workers_ask_for_whole_nodes_and_advertise_them_to_ray() -> None:
+    worker = _worker()
+    (container,) = worker["template"]["spec"]["containers"]
+    limits = container["resources"]["limits"]
+    advertised = json.loads(json.loads(worker["rayStartParams"]["resources"]))
+    assert int(limits["huawei.com/Ascend910"]) == advertised["NPU"] == 8
+    assert container["resources"]["requests"] == limits
+    assert container["readinessProbe"] and container["livenessProbe"]
+
+
+def _serve_app() -> dict[str, Any]:
+    serve_config = yaml.safe_load(_manifest()["spec"]["serveConfigV2"])
+    (app,) = serve_config["applications"]
+    return app
+
+
+def test_serve_config_builds_with_the_plugin_and_matches_the_multi_node_recipe() -> None:
+    app = _serve_app()
+    assert app["import_path"] == "ray_serve_npu:build_openai_app"
+    (in_manifest,) = app["args"]["llm_configs"]
+    recipes = ROOT / "recipes"
+    file = recipes / "serve_multi_node.py"
+    spec = importlib.util.spec_from_file_location("serve_multi_node", file)
+    assert spec is not None and spec.loader is not None
+    recipe = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(recipes))
+        # The manifest names the path in the pods: the recipe's default.
+        patch.delenv("MODEL_PATH", raising=False)
+        spec.loader.exec_module(recipe)
+    in_recipe = recipe.llm_config.model_dump(exclude_unset=True, mode="json")
+    assert in_manifest == in_recipe
+
+
+def test_worker_group_bounds_match_the_replica_bounds() -> None:
+    (config,) = _serve_app()["args"]["llm_configs"]
+    autoscaling = config["deployment_config"]["autoscaling_config"]
+    worker = _worker()
+    # One replica per worker pod: as many pods as replicas, no more.
+    assert worker["minReplicas"] == autoscaling["min_replicas"]
+    assert worker["maxReplicas"] == autoscaling["max_replicas"]
