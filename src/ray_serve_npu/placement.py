@@ -11,8 +11,8 @@ Every rule is a necessary condition for Ray to place the group, so the check nev
 rejects a group that Ray could place. It compares totals, not what is free now:
 resources that other apps hold are released eventually, and Serve rightly waits.
 Where an autoscaler has reported node types that it can add (its cluster config
-in the GCS, which KubeRay's autoscaler writes), those count as nodes too, and a
-group that only they can hold gets a warning instead of an error.
+in the GCS, ``ray._private.state.GlobalState.get_cluster_config``), those count as
+nodes too, and a group that only they can hold gets a warning instead of an error.
 """
 
 from __future__ import annotations
