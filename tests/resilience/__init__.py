@@ -1,0 +1,1 @@
+"""Load, fault and bad-input tests of the recipes on the fake NPU tier."""

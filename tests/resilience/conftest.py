@@ -1,0 +1,83 @@
+"""One fake NPU cluster and one served recipe for the load, bad-input and fault tests.
+
+Both live as long as this package's tests run.
+
+Starting the engine takes about a minute on two cores, so the modules share the
+app; the fault tests restart it and run last. Figures the tests measure are
+printed at the end of the run, for docs/troubleshooting.md to cite.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.testing.tiny_model import make_tiny_model
+
+from .fake_serving import MAX_NUM_SEQS, ServedApp, recipe_llm_config, served_app
+
+_FIGURES = pytest.StashKey[list[str]]()
+
+#: Modules whose tests restart the shared app: they run after the others.
+_RESTARTING_MODULES = ("test_fake_npu_faults.py",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_FIGURES] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move this package's restarting tests after its others; leave every other item in place."""
+    here = Path(__file__).parent
+    positions = [index for index, item in enumerate(items) if item.path.parent == here]
+    ours = sorted(
+        (items[index] for index in positions),
+        key=lambda item: item.path.name in _RESTARTING_MODULES,
+    )
+    for index, item in zip(positions, ours, strict=True):
+        items[index] = item
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures = terminalreporter.config.stash.get(_FIGURES, [])
+    if figures:
+        terminalreporter.section("resilience figures (fake NPU tier)")
+        for line in figures:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def record_figure(request: pytest.FixtureRequest) -> object:
+    """Record a measured figure under the test's name; it is printed in the run's summary."""
+
+    def record(name: str, value: object) -> None:
+        request.node.user_properties.append((name, value))
+        request.config.stash[_FIGURES].append(f"{request.node.name}: {name} = {value}")
+
+    return record
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = os.environ.get("RAY_SERVE_NPU_TMPDIR")
+    return make_tiny_model(Path(cache) / "models" if cache else tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="package")
+def cluster() -> Iterator[FakeNPUCluster]:
+    with fake_npu_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="package")
+def app(
+    cluster: FakeNPUCluster, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServedApp]:
+    """recipes/serve_npu.py on the fake tier, real engine, ``max_num_seqs`` cut to 8."""
+    config = recipe_llm_config(tiny_model_dir, max_num_seqs=MAX_NUM_SEQS)
+    with served_app(cluster, config, tmp_path_factory.mktemp("app"), "resilience") as app:
+        yield app

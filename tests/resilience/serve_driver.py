@@ -1,0 +1,103 @@
+"""A Ray driver for the resilience tests, run as its own process against a fake NPU cluster.
+
+The tests run it as ``python serve_driver.py COMMAND ...`` with ``RAY_ADDRESS`` set,
+so that the pytest process never connects to Ray itself (other test modules may
+hold a Ray session of their own there). Each command prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import ray
+from ray import serve
+
+#: Ray Serve names replica actors ``SERVE_REPLICA::<app>#<deployment>#<id>``.
+REPLICA_ACTOR_PREFIX = "SERVE_REPLICA::"
+SERVE_NAMESPACE = "serve"
+
+
+def deploy(config_file: Path, port: int, app_name: str) -> dict[str, object]:
+    """Start Serve's HTTP proxy on ``port`` and run the OpenAI app built by the plugin."""
+    from ray_serve_npu import build_openai_app
+
+    llm_configs = json.loads(config_file.read_text())
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    started = time.monotonic()
+    serve.run(build_openai_app({"llm_configs": llm_configs}), name=app_name, blocking=False)
+    return {
+        "app": app_name,
+        "ready_s": round(time.monotonic() - started, 1),
+        "metrics_urls": metrics_urls(),
+    }
+
+
+def llm_replica_names(deployment_prefix: str) -> list[str]:
+    """The actor names of the replicas whose deployment name starts with ``deployment_prefix``."""
+    names = [
+        actor["name"]
+        for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["namespace"] == SERVE_NAMESPACE and actor["name"].startswith(REPLICA_ACTOR_PREFIX)
+    ]
+    return [name for name in names if name.split("#")[1].startswith(deployment_prefix)]
+
+
+def replica_pids(deployment_prefix: str) -> dict[str, object]:
+    """The process id of each live replica of the deployments named ``deployment_prefix*``."""
+    pids = {
+        name: ray.get(
+            ray.get_actor(name, namespace=SERVE_NAMESPACE).__ray_call__.remote(
+                lambda _replica: os.getpid()
+            ),
+            timeout=60,
+        )
+        for name in llm_replica_names(deployment_prefix)
+    }
+    if not pids:
+        raise SystemExit(f"no live replica of a deployment named {deployment_prefix}*")
+    return {"pids": pids}
+
+
+def metrics_urls() -> list[str]:
+    """Each live node's Prometheus endpoint, where Ray exports Serve's and the engine's metrics."""
+    return [
+        f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
+        for node in ray.nodes()
+        if node["Alive"]
+    ]
+
+
+def shutdown() -> dict[str, object]:
+    serve.shutdown()
+    return {"shutdown": True}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    deploy_parser = commands.add_parser("deploy")
+    deploy_parser.add_argument("config_file", type=Path)
+    deploy_parser.add_argument("--port", type=int, required=True)
+    deploy_parser.add_argument("--app", required=True)
+    pids_parser = commands.add_parser("replica-pids")
+    pids_parser.add_argument("deployment_prefix")
+    commands.add_parser("shutdown")
+    args = parser.parse_args(argv)
+
+    ray.init(logging_level="ERROR")
+    if args.command == "deploy":
+        result = deploy(args.config_file, args.port, args.app)
+    elif args.command == "replica-pids":
+        result = replica_pids(args.deployment_prefix)
+    else:
+        result = shutdown()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
