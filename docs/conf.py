@@ -29,9 +29,11 @@ extensions = [
     "code_substitutions",
     "recipe_pins",
     "editions",
+    "checker_rules",
 ]
 
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/.pytest_cache"]
+# _generated holds tables the extensions write for pages to include.
+exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store", "**/.pytest_cache"]
 nitpicky = True
 # Targets in Ray, pydantic and the standard library that this site has no inventory
 # for (no intersphinx: the build must work without network access).

@@ -1,8 +1,8 @@
 """Render the checker's rules table (MyST/Markdown) from its rule files.
 
 ``render_rules(release)`` returns the table for one release; as a Sphinx
-extension, ``setup`` writes ``_generated/checker-rules-<release>.md`` for every
-rule file at ``builder-inited``, for a page to ``{include}``.
+extension, ``setup`` writes every release's table to ``_generated/checker-rules.md``
+at ``builder-inited``, for docs/checks.md to ``{include}``.
 """
 
 from __future__ import annotations
@@ -40,11 +40,19 @@ def render_rules(release: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_all_rules() -> str:
+    """Every release's table, newest first, each under a heading of its own."""
+    sections = [
+        f"### vLLM-Ascend {release}\n\n{render_rules(release)}"
+        for release in reversed(available_releases())
+    ]
+    return "\n".join(sections)
+
+
 def _write_tables(app: Any) -> None:
     out = Path(app.srcdir) / "_generated"
     out.mkdir(exist_ok=True)
-    for release in available_releases():
-        (out / f"checker-rules-{release}.md").write_text(render_rules(release))
+    (out / "checker-rules.md").write_text(render_all_rules())
 
 
 def setup(app: Any) -> dict[str, Any]:

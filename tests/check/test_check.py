@@ -262,7 +262,8 @@ def test_markdown_dashboard_needs_a_warning() -> None:
 def test_cli_exit_codes_and_formats(capsys) -> None:
     assert main([str(GUIDE)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == len(GUIDE_FINDINGS)
+    assert len(out) == len(GUIDE_FINDINGS) + 1
+    assert out[-1] == f"1 file(s) checked: {len(GUIDE_FINDINGS)} finding(s)"
     assert out[0].startswith(f"{GUIDE}:40: error jemalloc-path-mismatch: ")
     assert out[0].endswith('(fix: LD_PRELOAD: "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")')
 

@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for finding in findings:
             print(finding.format())
+        # Say what was checked, so that silence is never mistaken for a pass.
+        print(f"{len(args.paths)} file(s) checked: {len(findings)} finding(s)")
         if version is None:
             print(
                 "note: vLLM is not importable; `vllm serve` flags were not checked", file=sys.stderr
