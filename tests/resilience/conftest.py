@@ -18,7 +18,7 @@ import pytest
 from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.tiny_model import make_tiny_model
 
-from .fake_serving import MAX_NUM_SEQS, ServedApp, recipe_llm_config, served_app
+from .fake_serving import MAX_NUM_SEQS, ServedApp, served_app
 
 _FIGURES = pytest.StashKey[list[str]]()
 
@@ -61,7 +61,7 @@ def record_figure(request: pytest.FixtureRequest) -> object:
     return record
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = os.environ.get("RAY_SERVE_NPU_TMPDIR")
     return make_tiny_model(Path(cache) / "models" if cache else tmp_path_factory.mktemp("models"))
@@ -78,6 +78,11 @@ def app(
     cluster: FakeNPUCluster, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServedApp]:
     """recipes/serve_npu.py on the fake tier, real engine, ``max_num_seqs`` cut to 8."""
-    config = recipe_llm_config(tiny_model_dir, max_num_seqs=MAX_NUM_SEQS)
-    with served_app(cluster, config, tmp_path_factory.mktemp("app"), "resilience") as app:
+    with served_app(
+        cluster,
+        tiny_model_dir,
+        tmp_path_factory.mktemp("app"),
+        "resilience",
+        engine_kwargs={"max_num_seqs": MAX_NUM_SEQS},
+    ) as app:
         yield app

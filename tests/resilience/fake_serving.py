@@ -4,8 +4,9 @@ The app is recipes/serve_npu.py's own ``LLMConfig``, turned into its fake-tier
 variant by :func:`ray_serve_npu.testing.adapter.adapt_llm_config` (tiny model,
 one CPU engine worker holding one fake NPU), built by
 :func:`ray_serve_npu.build_openai_app` and run by Ray Serve on a free port that is
-not 8000. A separate driver process (serve_driver.py) deploys, kills and shuts
-down, so this process never joins the cluster.
+not 8000. A separate driver process (serve_driver.py) loads the recipe, deploys,
+finds replicas and shuts Serve down: building a Serve LLM app connects to Ray (or
+starts a local Ray), which this process must never do.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import runpy
 import socket
 import subprocess
 import sys
@@ -27,7 +27,6 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ray_serve_npu.testing.adapter import adapt_llm_config
 from ray_serve_npu.testing.cluster import FakeNPUCluster
 from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
@@ -56,22 +55,12 @@ def free_port() -> int:
             return port
 
 
-def recipe_llm_config(model_dir: Path, **engine_kwargs: Any) -> dict[str, Any]:
-    """The recipe's ``LLMConfig`` as the fake tier serves it, with ``engine_kwargs`` on top.
+class DriverFailed(Exception):
+    """A serve_driver.py command exited with an error; ``stderr`` has its traceback."""
 
-    The adapter keeps the recipe's npu kind, model id and Serve settings.
-    """
-    recipe_config = runpy.run_path(str(RECIPE))["llm_config"]
-    fields, _changes = adapt_llm_config(recipe_config, model_dir)
-    fields["engine_kwargs"].update(engine_kwargs)
-    return fields
-
-
-def with_env_vars(fields: Mapping[str, Any], env_vars: Mapping[str, str]) -> dict[str, Any]:
-    """``fields`` with ``env_vars`` added to its ``runtime_env`` (replica and engine)."""
-    runtime_env = dict(fields.get("runtime_env") or {})
-    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **env_vars}
-    return {**fields, "runtime_env": runtime_env}
+    def __init__(self, command: str, returncode: int, stderr: str) -> None:
+        super().__init__(f"serve_driver.py {command} exited with {returncode}:\n{stderr[-6000:]}")
+        self.stderr = stderr
 
 
 def run_driver(cluster: FakeNPUCluster, *args: str, timeout_s: float) -> dict[str, Any]:
@@ -90,10 +79,7 @@ def run_driver(cluster: FakeNPUCluster, *args: str, timeout_s: float) -> dict[st
             f"{(timeout.stderr or b'')[-4000:]!r}"
         ) from None
     if result.returncode != 0:
-        raise AssertionError(
-            f"serve_driver.py {' '.join(args)} exited with {result.returncode}:\n"
-            f"{result.stderr[-6000:]}"
-        )
+        raise DriverFailed(" ".join(args), result.returncode, result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -129,22 +115,35 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def served_app(
-    cluster: FakeNPUCluster, llm_config: Mapping[str, Any], workdir: Path, app_name: str
+    cluster: FakeNPUCluster,
+    model_dir: Path,
+    workdir: Path,
+    app_name: str,
+    engine_kwargs: Mapping[str, Any],
+    deploy_timeout_s: float = DEPLOY_TIMEOUT_S,
 ) -> Iterator[ServedApp]:
-    """Deploy ``llm_config`` as an OpenAI app on a free port; shut Serve down on exit."""
+    """Deploy the recipe on a free port, ``engine_kwargs`` on top; shut Serve down on exit."""
     port = free_port()
     device_record_dir = workdir / "devices"
-    config_file = workdir / "llm_configs.json"
-    config = with_env_vars(llm_config, {DEVICE_RECORD_DIR_ENV_VAR: str(device_record_dir)})
-    config_file.write_text(json.dumps([config]))
+    settings_file = workdir / "settings.json"
+    settings_file.write_text(
+        json.dumps(
+            {
+                "recipe": str(RECIPE),
+                "model_dir": str(model_dir),
+                "engine_kwargs": dict(engine_kwargs),
+                "env_vars": {DEVICE_RECORD_DIR_ENV_VAR: str(device_record_dir)},
+            }
+        )
+    )
     try:
         deployed = run_driver(
             cluster,
             "deploy",
-            str(config_file),
+            str(settings_file),
             f"--port={port}",
             f"--app={app_name}",
-            timeout_s=DEPLOY_TIMEOUT_S,
+            timeout_s=deploy_timeout_s,
         )
         yield ServedApp(
             cluster=cluster,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import runpy
 import sys
 import time
 from pathlib import Path
@@ -22,14 +23,40 @@ REPLICA_ACTOR_PREFIX = "SERVE_REPLICA::"
 SERVE_NAMESPACE = "serve"
 
 
-def deploy(config_file: Path, port: int, app_name: str) -> dict[str, object]:
-    """Start Serve's HTTP proxy on ``port`` and run the OpenAI app built by the plugin."""
+def recipe_llm_config(
+    recipe: Path, model_dir: Path, engine_kwargs: dict[str, object], env_vars: dict[str, str]
+) -> dict[str, object]:
+    """The recipe's ``llm_config`` as the fake tier serves it, with the given settings on top.
+
+    Running the recipe builds its own app too, connected to this cluster, which is
+    what ``python serve_npu.py`` does before it serves.
+    """
+    from ray_serve_npu.testing.adapter import adapt_llm_config
+
+    fields, _changes = adapt_llm_config(runpy.run_path(str(recipe))["llm_config"], model_dir)
+    fields["engine_kwargs"].update(engine_kwargs)
+    fields["runtime_env"]["env_vars"].update(env_vars)
+    return fields
+
+
+def deploy(settings_file: Path, port: int, app_name: str) -> dict[str, object]:
+    """Start Serve's HTTP proxy on ``port`` and run the recipe's app, built by the plugin.
+
+    ``settings_file`` is JSON: ``recipe``, ``model_dir``, ``engine_kwargs`` and ``env_vars``.
+    """
     from ray_serve_npu import build_openai_app
 
-    llm_configs = json.loads(config_file.read_text())
+    # Before the recipe runs: Serve's proxy must never take the pages' port 8000.
     serve.start(http_options={"host": "127.0.0.1", "port": port})
+    settings = json.loads(settings_file.read_text())
+    llm_config = recipe_llm_config(
+        Path(settings["recipe"]),
+        Path(settings["model_dir"]),
+        settings["engine_kwargs"],
+        settings["env_vars"],
+    )
     started = time.monotonic()
-    serve.run(build_openai_app({"llm_configs": llm_configs}), name=app_name, blocking=False)
+    serve.run(build_openai_app({"llm_configs": [llm_config]}), name=app_name, blocking=False)
     return {
         "app": app_name,
         "ready_s": round(time.monotonic() - started, 1),
@@ -81,7 +108,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     deploy_parser = commands.add_parser("deploy")
-    deploy_parser.add_argument("config_file", type=Path)
+    deploy_parser.add_argument("settings_file", type=Path)
     deploy_parser.add_argument("--port", type=int, required=True)
     deploy_parser.add_argument("--app", required=True)
     pids_parser = commands.add_parser("replica-pids")
@@ -91,7 +118,7 @@ def main(argv: list[str]) -> None:
 
     ray.init(logging_level="ERROR")
     if args.command == "deploy":
-        result = deploy(args.config_file, args.port, args.app)
+        result = deploy(args.settings_file, args.port, args.app)
     elif args.command == "replica-pids":
         result = replica_pids(args.deployment_prefix)
     else:
