@@ -56,12 +56,6 @@ autodoc_typehints = "description"
 _release = compat.VLLM_ASCEND
 _ray = _release.ray
 _newest_ray = compat.TESTED_RAY[-1]
-_number_words = dict(enumerate("zero one two three four five six seven eight nine".split()))
-
-
-def _in_words(number: int) -> str:
-    """Ray's style: zero to nine in words, larger numbers as digits."""
-    return _number_words.get(number, str(number))
 
 
 def _pin_table() -> str:
@@ -99,8 +93,6 @@ myst_substitutions = {
     "image_a2_openeuler": hardware.image(_release.tag, hardware.A2, openeuler=True),
     "a2_devices": str(hardware.A2.devices_per_node),
     "a3_devices": str(hardware.A3.devices_per_node),
-    "a2_devices_words": _in_words(hardware.A2.devices_per_node),
-    "a3_devices_words": _in_words(hardware.A3.devices_per_node),
     "a2_last_device": str(hardware.A2.devices_per_node - 1),
     "a3_last_device": str(hardware.A3.devices_per_node - 1),
     "jemalloc_ubuntu": hardware.JEMALLOC_PATHS["ubuntu"],

@@ -12,7 +12,6 @@ this file imports; only the replica count and the placement strategy differ.
 
 import os
 
-import ray
 from ray import serve
 from ray.serve.llm import LLMConfig
 from serve_npu import llm_config as single_node_config
@@ -46,7 +45,5 @@ llm_config = LLMConfig(
 
 if __name__ == "__main__":
     # __run_start__
-    # Connect first, so that build_openai_app checks the bundles against the nodes.
-    ray.init()
     serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=True)
     # __run_end__

@@ -92,10 +92,12 @@ llm_config = LLMConfig(
     },
 )
 
-app = build_openai_app({"llm_configs": [llm_config]})
 # __serve_end__
 
 if __name__ == "__main__":
     # __run_start__
+    # Built here, not at import, so that other scripts can import llm_config
+    # without connecting to Ray.
+    app = build_openai_app({"llm_configs": [llm_config]})
     serve.run(app, blocking=True)
     # __run_end__

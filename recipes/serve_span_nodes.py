@@ -14,7 +14,6 @@ has validated for this model.
 
 import os
 
-import ray
 from ray import serve
 from ray.serve.llm import LLMConfig
 from serve_npu import llm_config as single_node_config
@@ -39,5 +38,4 @@ llm_config = LLMConfig(
 # __span_end__
 
 if __name__ == "__main__":
-    ray.init()
     serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=True)

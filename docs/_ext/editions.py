@@ -78,8 +78,29 @@ class SearchChineseWithoutStemmer(SearchChinese):
     js_stemmer_rawcode = ""
 
 
+def _number_words(app: Sphinx, config: Config) -> None:
+    """Add ``<name>_words`` for every whole-number substitution ``<name>``.
+
+    English prose spells out zero to nine (Ray's style guide); other editions
+    write digits, so that a translation never shows an English word.
+    """
+    english = config.language in (None, "en")
+    config.myst_substitutions = {
+        **config.myst_substitutions,
+        **{
+            f"{name}_words": _ENGLISH_NUMBERS.get(int(value), value) if english else value
+            for name, value in config.myst_substitutions.items()
+            if isinstance(value, str) and value.isdigit()
+        },
+    }
+
+
+_ENGLISH_NUMBERS = dict(enumerate("zero one two three four five six seven eight nine".split()))
+
+
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_search_language(SearchChineseWithoutStemmer)
     app.connect("config-inited", _catalogs_outside_the_sources)
+    app.connect("config-inited", _number_words)
     app.connect("html-page-context", _page_context)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -49,6 +49,9 @@ def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
                 "llm_configs": LLMServingArgs.model_validate({"llm_configs": adapted}).llm_configs
             }
         )
-    # Serve waits forever for a placement group no node can hold: fail here instead.
+    # Ray's builder connects to the cluster (it reads the runtime context), so the
+    # nodes are known after it. Serve would wait forever for a placement group no
+    # node can hold: fail here instead.
+    app = ray_build_openai_app(llm_serving_args)
     check_placement(LLMServingArgs.model_validate(llm_serving_args).llm_configs)
-    return ray_build_openai_app(llm_serving_args)
+    return app

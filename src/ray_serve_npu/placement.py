@@ -176,10 +176,9 @@ _UNBOUNDED_NODE_TYPE_COUNT = 64
 def check_placement(llm_configs: Sequence[object]) -> None:
     """Raise :class:`InfeasiblePlacementError` for a deployment no node set can hold.
 
-    Runs only where this process is connected to a cluster (``serve run
-    config.yaml``, ``serve deploy`` and KubeRay build the app on the cluster; a
-    script must call ``ray.init()`` before it builds the app). Elsewhere it does
-    nothing: there are no nodes to compare with.
+    Runs only where this process is connected to a cluster, as it is once Ray
+    Serve LLM's builder has run (it reads the runtime context, which connects).
+    Elsewhere it does nothing: there are no nodes to compare with.
     """
     import ray
 
