@@ -26,11 +26,7 @@ SERVE_NAMESPACE = "serve"
 def recipe_llm_config(
     recipe: Path, model_dir: Path, engine_kwargs: dict[str, object], env_vars: dict[str, str]
 ) -> dict[str, object]:
-    """The recipe's ``llm_config`` as the fake tier serves it, with the given settings on top.
-
-    Running the recipe builds its own app too, connected to this cluster, which is
-    what ``python serve_npu.py`` does before it serves.
-    """
+    """The recipe's ``llm_config`` as the fake tier serves it, with the given settings on top."""
     from ray_serve_npu.testing.adapter import adapt_llm_config
 
     fields, _changes = adapt_llm_config(runpy.run_path(str(recipe))["llm_config"], model_dir)

@@ -1,8 +1,8 @@
 """The recipe on a cluster that has no NPU: a clear error at build time, never a silent wait.
 
-The check is ray_serve_npu.placement's, reached the way users reach it: the recipe
-builds its app with ``ray_serve_npu.build_openai_app`` in a driver connected to
-the cluster. A replica larger than any node is tested in tests/multinode.
+The check is ray_serve_npu.placement's, reached the way ``python serve_npu.py``
+reaches it: ``ray_serve_npu.build_openai_app`` builds the recipe's app in a driver
+of the cluster. A replica larger than any node is tested in tests/multinode.
 """
 
 from __future__ import annotations
