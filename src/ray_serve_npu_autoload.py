@@ -27,6 +27,7 @@ TARGET_MODULES = frozenset(
         "ray.llm._internal.serve.core.configs.llm_config",
         "ray.llm._internal.serve.engines.vllm.vllm_models",
         "ray.llm._internal.serve.core.server.llm_server",
+        "ray.llm._internal.serve.core.ingress.ingress",
     }
 )
 

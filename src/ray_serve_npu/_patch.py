@@ -3,7 +3,8 @@
 Each ``_patch_*`` function takes one Ray module, right after it is imported
 (through the import hook of :mod:`ray_serve_npu_autoload`) or later (when
 ``ray_serve_npu`` is imported after Ray Serve LLM). Every function is
-idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds.
+idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds,
+except the 404 for an unknown model, which also names the served models.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ ACCELERATORS = "ray.llm._internal.serve.core.configs.accelerators"
 LLM_CONFIG = "ray.llm._internal.serve.core.configs.llm_config"
 VLLM_MODELS = "ray.llm._internal.serve.engines.vllm.vllm_models"
 LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
+INGRESS = "ray.llm._internal.serve.core.ingress.ingress"
 
 _PATCHED = "__ray_serve_npu_patched__"
 
@@ -183,11 +185,40 @@ def _patch_llm_server(module: ModuleType) -> None:
     server_cls.get_deployment_options = classmethod(get_deployment_options)
 
 
+def _patch_ingress(module: ModuleType) -> None:
+    """Name the served models in the 404 for an unknown model.
+
+    Ray's 404 names only the model asked for (``OpenAiIngress._get_model_id``); the
+    commonest mistake on these recipes is a client ``model`` that differs from the
+    served ``model_id``, and the fix is one of the served names.
+    """
+    ingress_cls = module.OpenAiIngress
+    ray_get_model_id = ingress_cls._get_model_id
+    http_exception = module.HTTPException
+
+    @functools.wraps(ray_get_model_id)
+    async def _get_model_id(self: Any, model: str | None) -> str:
+        try:
+            return await ray_get_model_id(self, model)
+        except http_exception as error:
+            if error.status_code != 404:
+                raise
+            served = sorted(self._model_cards)
+            raise http_exception(
+                404,
+                f'{error.detail} Served models: {served}. Fix: set "model" to one of them '
+                "(the model_id in model_loading_config).",
+            ) from None
+
+    ingress_cls._get_model_id = _get_model_id
+
+
 _PATCHES: dict[str, Callable[[ModuleType], Any]] = {
     ACCELERATORS: _patch_accelerators,
     LLM_CONFIG: _patch_llm_config,
     VLLM_MODELS: _patch_vllm_models,
     LLM_SERVER: _patch_llm_server,
+    INGRESS: _patch_ingress,
 }
 
 #: The modules the import hook watches.

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 import ray
@@ -14,20 +11,6 @@ from ray import serve
 
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
 from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
-
-RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-
-
-def load_recipe(name: str) -> ModuleType:
-    """Import ``recipes/<name>.py`` the way ``python <name>.py`` in recipes/ does."""
-    spec = importlib.util.spec_from_file_location(name, RECIPES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # The recipes import serve_npu from their own directory.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(RECIPES))
-        spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="package")

@@ -19,8 +19,8 @@ from ray import serve
 from ray.llm._internal.serve.core.configs.openai_api_models import ChatCompletionRequest
 from ray.serve.llm import LLMConfig
 from ray.util.placement_group import placement_group_table
+from recipe_modules import load_recipe
 
-from conftest import load_recipe
 from ray_serve_npu import build_openai_app
 from ray_serve_npu.placement import InfeasiblePlacementError, autoscaler_nodes
 from ray_serve_npu.testing.cluster import FakeNPUCluster

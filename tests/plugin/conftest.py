@@ -11,12 +11,23 @@ import ray
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_with_fake_npus() -> Iterator[None]:
     """A local Ray instance that advertises eight fake NPUs (no device behind them)."""
     # Ray's socket paths must stay short, hence a short temp dir.
     with tempfile.TemporaryDirectory(prefix="rsn-", dir="/tmp") as temp_dir:
-        ray.init(num_cpus=4, resources={"NPU": 8}, include_dashboard=False, _temp_dir=temp_dir)
+        # A test elsewhere in the session may have left its own connection open.
+        if ray.is_initialized():
+            ray.shutdown()
+        # address="local": a new instance even where RAY_ADDRESS or a running
+        # cluster of another test points elsewhere.
+        ray.init(
+            address="local",
+            num_cpus=4,
+            resources={"NPU": 8},
+            include_dashboard=False,
+            _temp_dir=temp_dir,
+        )
         try:
             yield
         finally:

@@ -63,11 +63,6 @@ def test_fake_npu_unknown_model_gets_404_that_names_it(app: ServedApp) -> None:
     _assert_still_serving(app)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ray Serve LLM 2.60's 404 names only the model asked for "
-    "(OpenAiIngress._get_model_id); listing the served ones needs a plugin change",
-)
 def test_fake_npu_unknown_model_404_lists_the_served_models(app: ServedApp) -> None:
     reply = post_json(app.base_url, CHAT, {**chat_body(max_tokens=4), "model": "deepseek-v3"})
     assert reply.status_code == 404, reply.text

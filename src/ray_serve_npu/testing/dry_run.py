@@ -63,6 +63,19 @@ def command_for(recipe: Path) -> str:
     )
 
 
+def fake_tier_changes(log: str) -> list[str]:
+    """The adapter's ``fake-npu tier: ...`` lines in a server log, plain or in Ray's JSON logs."""
+    changes = []
+    for line in log.splitlines():
+        if "fake-npu tier:" not in line:
+            continue
+        try:
+            changes.append(str(json.loads(line)["message"]))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            changes.append(line[line.index("fake-npu tier:") :])
+    return changes
+
+
 def _served_model(base_url: str) -> str:
     with urllib.request.urlopen(f"{base_url}/v1/models", timeout=30) as response:
         return str(json.load(response)["data"][0]["id"])
@@ -103,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fake-npu tier: {cluster}")
             print(f"fake-npu tier: running `{command}` in {recipe.parent}")
             with tier.serve(command, cwd=recipe.parent, port=args.port) as server:
+                # What the fake tier changed in the recipe, from the server's log.
+                for change in fake_tier_changes(server.logs()):
+                    print(change)
                 model = _served_model(server.base_url)
                 reply = _chat(server.base_url, model)
                 print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; a chat request got:")
