@@ -11,7 +11,7 @@ import ray
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def ray_with_fake_npus() -> Iterator[None]:
     """A local Ray instance that advertises eight fake NPUs (no device behind them)."""
     # Ray's socket paths must stay short, hence a short temp dir.
