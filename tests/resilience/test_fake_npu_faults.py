@@ -70,8 +70,11 @@ def _assert_cut_streams_never_hang(
     hung = [outcome for outcome in outcomes if outcome.timed_out]
     assert not hung, f"{len(hung)} streams hung: {hung}"
     cut = [outcome for outcome in outcomes if not outcome.completed]
-    # The first batch was generating when the kill landed; none of it can finish.
-    assert len(cut) >= MAX_NUM_SEQS, outcomes
+    # Requests were still queued or generating when the kill landed, so some
+    # stream must be cut. Not necessarily a whole batch: Serve forwards stream
+    # chunks in batches, and a CI run saw the first chunk arrive only after the
+    # first batch of answers had finished.
+    assert cut, outcomes
     assert all(outcome.error for outcome in cut)
     record_figure("in-flight streams cut", f"{len(cut)}/{len(outcomes)}")
     record_figure(
