@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -99,6 +100,11 @@ def test_ascend_tier_serves_a_stub_server_and_stops_its_process_group(tmp_path: 
     with tier.serve(STUB_SERVER.replace("{port}", str(port)), cwd=tmp_path, port=port) as server:
         assert server.base_url == f"http://127.0.0.1:{port}"
         assert _answers(port)
+    # The group got SIGTERM and its leader has exited; the server's own exit, and
+    # with it the closing of its socket, may lag by a moment.
+    deadline = time.monotonic() + 5
+    while _answers(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not _answers(port)
 
 
