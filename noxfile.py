@@ -1,5 +1,6 @@
 """Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site in every
-edition), ``nox -s lint`` (code and page style), ``nox -s docs-po`` (update translations)."""
+edition), ``nox -s lint`` (code and page style), ``nox -s docs-po`` (update translations),
+``nox -s bench`` (direct vLLM against Ray Serve LLM on the fake-NPU tier)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,30 @@ def tests(session: nox.Session, ray: str) -> None:
     session.run(
         "pytest",
         *PYTEST_ARGS[ray],
+        *session.posargs,
+        env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
+    )
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Direct vLLM, Ray Serve LLM with the npu kind and with the cpu kind, side by side.
+
+    On the fake-NPU tier (vLLM's CPU build, a tiny random model): ratios between
+    the paths, not NPU figures. Not part of ``nox -s tests``; see docs/benchmarks.md.
+    """
+    session.install(*RAY_STACKS["2.60.0"], ".[bench]")
+    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
+    out = BUILD / "bench"
+    tmp = BUILD / "tmp-bench"
+    tmp.mkdir(parents=True, exist_ok=True)
+    session.chdir(ROOT / "recipes")
+    session.run(
+        "python",
+        "-m",
+        "bench.fake_tier",
+        "--out-dir",
+        str(out),
         *session.posargs,
         env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
     )

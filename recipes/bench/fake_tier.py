@@ -1,0 +1,380 @@
+"""``nox -s bench``: what Ray Serve LLM adds on top of ``vllm serve``, on the fake-NPU tier.
+
+One tiny engine, three ways, side by side on one fake NPU cluster:
+
+- ``direct``: vLLM's OpenAI server alone, as the Compose path runs it;
+- ``serve-npu``: recipes/serve_npu.py's app (Ray Serve LLM, the ``npu`` kind);
+- ``serve-cpu``: the same app with the ``cpu`` kind.
+
+Every target gets the same engine settings (the recipe's, adapted to the fake
+tier by :func:`ray_serve_npu.testing.adapter.adapt_llm_config`). Rounds of load
+points alternate between the targets, so that a slow spell of the machine hits
+all of them; the spread of a target's rounds is the noise its ratios are read
+against. CPU figures of a tiny random model: ratios, not NPU throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import os
+import runpy
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ray_serve_npu.testing.adapter import adapt_llm_config
+from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.testing.processes import (
+    ProcessServer,
+    start_process_group,
+    stop_process_group,
+    wait_until_ready,
+)
+from ray_serve_npu.testing.tiny_model import make_tiny_model
+
+from .config import SweepConfig
+from .results import PointResult, write_json
+from .runner import run_point
+
+RECIPE = Path(__file__).parents[1] / "serve_npu.py"
+#: Port 8000 belongs to the pages' servers.
+RESERVED_PORTS = frozenset({8000})
+SERVE_READY_TIMEOUT_S = 600
+DIRECT = "direct"
+SERVE_NPU = "serve-npu"
+SERVE_CPU = "serve-cpu"
+TARGETS = (DIRECT, SERVE_NPU, SERVE_CPU)
+
+
+def free_port() -> int:
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in RESERVED_PORTS:
+            return port
+
+
+def recipe_fields(model_dir: Path) -> dict[str, Any]:
+    """The recipe's LLMConfig fields as the fake tier serves them."""
+    fields, _changes = adapt_llm_config(runpy.run_path(str(RECIPE))["llm_config"], model_dir)
+    return fields
+
+
+def cpu_kind(fields: dict[str, Any]) -> dict[str, Any]:
+    """The same app with the cpu kind: Ray Serve LLM's CPU placement instead of NPU bundles."""
+    cpu = copy.deepcopy(fields)
+    cpu["accelerator_config"] = {"kind": "cpu"}
+    # The cpu kind rejects an accelerator_type and places CPU bundles itself.
+    cpu.pop("accelerator_type", None)
+    cpu.pop("placement_group_config", None)
+    return cpu
+
+
+def direct_argv(fields: dict[str, Any], model_dir: Path, port: int) -> list[str]:
+    """vLLM's OpenAI server with the app's engine settings, as flags."""
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    argv += ["--served-model-name", fields["model_loading_config"]["model_id"]]
+    argv += ["--host", "127.0.0.1", "--port", str(port)]
+    for key, value in fields["engine_kwargs"].items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + key.replace("_", "-"))
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+@contextlib.contextmanager
+def direct_vllm(fields: dict[str, Any], model_dir: Path, workdir: Path) -> Iterator[str]:
+    port = free_port()
+    server = ProcessServer(f"http://127.0.0.1:{port}", workdir / "direct-vllm.log")
+    env = {**os.environ, **fields["runtime_env"]["env_vars"]}
+    process = start_process_group(
+        direct_argv(fields, model_dir, port), cwd=workdir, env=env, log_file=server.log_file
+    )
+    try:
+        wait_until_ready(server, process, SERVE_READY_TIMEOUT_S)
+        yield server.base_url
+    finally:
+        stop_process_group(process)
+
+
+@contextlib.contextmanager
+def serve_apps(
+    cluster: FakeNPUCluster, apps: dict[str, dict[str, Any]]
+) -> Iterator[dict[str, str]]:
+    """Each app on one Serve proxy under its own route prefix; their base URLs by name."""
+    import ray
+    from ray import serve
+
+    from ray_serve_npu import build_openai_app
+
+    port = free_port()
+    ray.init(address=cluster.address, logging_level="ERROR")
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        urls = {}
+        for name, fields in apps.items():
+            app = build_openai_app({"llm_configs": [fields]})
+            serve.run(app, name=name, route_prefix=f"/{name}", blocking=False)
+            urls[name] = f"http://127.0.0.1:{port}/{name}"
+        yield urls
+    finally:
+        with contextlib.suppress(Exception):
+            serve.shutdown()
+        ray.shutdown()
+
+
+class Comparison(BaseModel):
+    """The figures of one target at one concurrency: each round's, and their median."""
+
+    target: str
+    concurrency: int
+    ttft_p50_ms: list[float]
+    output_tokens_per_s: list[float]
+
+    @property
+    def ttft(self) -> float:
+        return statistics.median(self.ttft_p50_ms)
+
+    @property
+    def throughput(self) -> float:
+        return statistics.median(self.output_tokens_per_s)
+
+
+def spread(values: Sequence[float]) -> float:
+    """Round-to-round noise of one figure: (max - min) / median."""
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle else float("inf")
+
+
+def within_noise(ratio: float, noise: float) -> bool:
+    return abs(ratio - 1) <= noise
+
+
+class BenchSettings(BaseModel):
+    """The load of every point; small enough for two cores, long enough to stream."""
+
+    concurrency: list[int] = [1, 8, 32]
+    rounds: int = 5
+    input_len: int = 256
+    output_len: int = 64
+    #: Requests per point: this many per client, and never fewer than ``min_prompts``.
+    prompts_per_client: int = 4
+    min_prompts: int = 16
+
+    def num_prompts(self, concurrency: int) -> int:
+        return max(self.min_prompts, self.prompts_per_client * concurrency)
+
+
+def measure(
+    urls: dict[str, str], model: str, tokenizer: Path, settings: BenchSettings, workdir: Path
+) -> tuple[list[PointResult], list[Comparison]]:
+    """Rounds of every (concurrency, target); the order of targets rotates each round."""
+    results: list[PointResult] = []
+    rounds: dict[tuple[str, int], list[PointResult]] = {}
+    targets = list(urls)
+    for warm_target in targets:  # first requests compile and allocate; keep them out
+        point_config = _config(urls[warm_target], model, tokenizer, settings, 1)
+        run_point(point_config, point_config.points({})[0], workdir / f"warmup-{warm_target}")
+    for round_index in range(settings.rounds):
+        order = targets[round_index % len(targets) :] + targets[: round_index % len(targets)]
+        for concurrency in settings.concurrency:
+            for target in order:
+                config = _config(urls[target], model, tokenizer, settings, concurrency)
+                point = config.points({})[0]
+                where = workdir / f"round{round_index}-{target}-c{concurrency}"
+                result = run_point(config, point, where)
+                print(f"round {round_index + 1}/{settings.rounds} {target:>9} "
+                      f"c={concurrency:<3} TTFT p50 {result.latency('ttft'):7.1f} ms  "
+                      f"{result.output_tokens_per_s:8.1f} output tok/s  "
+                      f"failed {result.failed}", flush=True)  # fmt: skip
+                if result.error:
+                    raise RuntimeError(f"{target} at concurrency {concurrency}: {result.error}")
+                results.append(result)
+                rounds.setdefault((target, concurrency), []).append(result)
+    comparisons = [
+        Comparison(
+            target=target,
+            concurrency=concurrency,
+            ttft_p50_ms=[r.latency("ttft") for r in measured],
+            output_tokens_per_s=[r.output_tokens_per_s for r in measured],
+        )
+        for (target, concurrency), measured in rounds.items()
+    ]
+    return results, comparisons
+
+
+def _config(
+    url: str, model: str, tokenizer: Path, settings: BenchSettings, concurrency: int
+) -> SweepConfig:
+    return SweepConfig(
+        base_url=url,
+        model=model,
+        tokenizer=str(tokenizer),
+        concurrency=[concurrency],
+        input_len=[settings.input_len],
+        output_len=[settings.output_len],
+        num_prompts=settings.num_prompts(concurrency),
+    )
+
+
+def ratio_tables(comparisons: Sequence[Comparison]) -> str:
+    """Ray Serve LLM against direct vLLM, and the npu kind against the cpu kind, in Markdown."""
+    by = {(c.target, c.concurrency): c for c in comparisons}
+    levels = sorted({c.concurrency for c in comparisons})
+    lines = [
+        "Ray Serve LLM (npu kind) / direct vLLM, medians of the rounds:",
+        "",
+        "| concurrency | TTFT p50 direct (ms) | TTFT p50 Serve (ms) | TTFT ratio "
+        "| output tok/s direct | output tok/s Serve | throughput ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for level in levels:
+        direct, serve = by[DIRECT, level], by[SERVE_NPU, level]
+        lines.append(
+            f"| {level} | {direct.ttft:.1f} | {serve.ttft:.1f} | {serve.ttft / direct.ttft:.2f} "
+            f"| {direct.throughput:.1f} | {serve.throughput:.1f} "
+            f"| {serve.throughput / direct.throughput:.2f} |"
+        )
+    lines += [
+        "",
+        "npu kind / cpu kind; noise is the larger round-to-round spread of the two:",
+        "",
+        "| concurrency | TTFT ratio | TTFT noise | throughput ratio | throughput noise | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for level in levels:
+        kinds = KindComparison.of(by[SERVE_NPU, level], by[SERVE_CPU, level])
+        lines.append(
+            f"| {level} | {kinds.ttft_ratio:.2f} | ±{kinds.ttft_noise:.2f} "
+            f"| {kinds.throughput_ratio:.2f} | ±{kinds.throughput_noise:.2f} "
+            f"| {'within noise' if kinds.within_noise else 'outside noise'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+class KindComparison(BaseModel):
+    """The npu kind against the cpu kind at one concurrency."""
+
+    ttft_ratio: float
+    ttft_noise: float
+    throughput_ratio: float
+    throughput_noise: float
+
+    @classmethod
+    def of(cls, npu: Comparison, cpu: Comparison) -> KindComparison:
+        return cls(
+            ttft_ratio=npu.ttft / cpu.ttft,
+            ttft_noise=max(spread(npu.ttft_p50_ms), spread(cpu.ttft_p50_ms)),
+            throughput_ratio=npu.throughput / cpu.throughput,
+            throughput_noise=max(spread(npu.output_tokens_per_s), spread(cpu.output_tokens_per_s)),
+        )
+
+    @property
+    def within_noise(self) -> bool:
+        return within_noise(self.ttft_ratio, self.ttft_noise) and within_noise(
+            self.throughput_ratio, self.throughput_noise
+        )
+
+
+def plot_comparison(comparisons: Sequence[Comparison], path: Path) -> Path:
+    """TTFT p50 and output throughput by concurrency, a line per target; bars span the rounds."""
+    from .plots import _pyplot
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=80)
+    panels = (
+        ("TTFT p50 (ms)", "ttft_p50_ms"),
+        ("Output throughput (tokens/s)", "output_tokens_per_s"),
+    )
+    for axis, (title, field) in zip(axes, panels, strict=True):
+        for target in TARGETS:
+            mine = sorted(
+                (c for c in comparisons if c.target == target), key=lambda c: c.concurrency
+            )
+            values = [getattr(c, field) for c in mine]
+            middles = [statistics.median(v) for v in values]
+            axis.errorbar(
+                [c.concurrency for c in mine],
+                middles,
+                yerr=[[m - min(v) for m, v in zip(middles, values, strict=True)],
+                      [max(v) - m for m, v in zip(middles, values, strict=True)]],
+                marker="o", capsize=3, label=target,
+            )  # fmt: skip
+        axis.set_title(title)
+        axis.set_xlabel("concurrency")
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(
+            [c.concurrency for c in comparisons], [str(c.concurrency) for c in comparisons]
+        )
+    axes[0].legend()
+    figure.suptitle("Fake-NPU tier: vLLM CPU build, tiny random model (not NPU figures)")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.fake_tier", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--out-dir", type=Path, default=Path("bench-fake-tier"))
+    parser.add_argument("--rounds", type=int, default=BenchSettings().rounds)
+    args = parser.parse_args(argv)
+    settings = BenchSettings(rounds=args.rounds)
+    out = args.out_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", out)) / "models")
+    fields = recipe_fields(model_dir)
+    model = fields["model_loading_config"]["model_id"]
+    with fake_npu_cluster() as cluster, contextlib.ExitStack() as servers:
+        print("starting direct vLLM and the two Serve apps", flush=True)
+        urls = {DIRECT: servers.enter_context(direct_vllm(fields, model_dir, out))}
+        urls |= servers.enter_context(
+            serve_apps(cluster, {SERVE_NPU: fields, SERVE_CPU: cpu_kind(fields)})
+        )
+        print(f"ready after {time.monotonic() - started:.0f} s", flush=True)
+        results, comparisons = measure(urls, model, model_dir, settings, out / "points")
+    write_json(results, out / "points.json")
+    (out / "comparison.json").write_text(
+        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
+    )
+    tables = f"{provenance()}\n\n{ratio_tables(comparisons)}"
+    (out / "comparison.md").write_text(tables)
+    print(tables)
+    print(f"plots: {plot_comparison(comparisons, out / 'comparison.png')}")
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def provenance() -> str:
+    """What produced the figures: they are CPU figures of a tiny random model."""
+    import platform
+
+    import ray
+    import vllm
+
+    return (
+        f"Fake-NPU tier, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: vLLM {vllm.__version__} "
+        f"(CPU build), Ray {ray.__version__}, tiny random model, "
+        f"{os.cpu_count()} CPUs ({platform.machine()}). CPU figures, not NPU figures."
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

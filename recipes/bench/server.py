@@ -1,0 +1,37 @@
+"""Start the server a sweep measures, once per combination of server settings."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ray_serve_npu.testing.processes import (
+    ProcessServer,
+    ensure_port_free,
+    start_process_group,
+    stop_process_group,
+    wait_until_ready,
+)
+
+from .config import SweepConfig
+
+
+@contextlib.contextmanager
+def launched_server(
+    config: SweepConfig, server_settings: dict[str, str], log_file: Path
+) -> Iterator[ProcessServer]:
+    """``--serve-cmd`` with these settings, until it answers; stopped with all it started."""
+    parts = urlsplit(config.base_url)
+    ensure_port_free(parts.port or 80, parts.hostname or "127.0.0.1")
+    server = ProcessServer(base_url=config.base_url, log_file=log_file)
+    process = start_process_group(
+        config.serve_argv(server_settings), cwd=Path.cwd(), env=dict(os.environ), log_file=log_file
+    )
+    try:
+        wait_until_ready(server, process, config.server_ready_timeout_s)
+        yield server
+    finally:
+        stop_process_group(process)

@@ -1,0 +1,35 @@
+"""The sweep tool's tests: ``recipes/bench`` is imported as the package ``bench``.
+
+The live tests share one direct-vLLM server with the tiny model (about 30 s to
+start on two cores), on a free port that is not the pages' 8000.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+RECIPES = Path(__file__).parents[2] / "recipes"
+sys.path.insert(0, str(RECIPES))
+
+from bench.fake_tier import direct_vllm, recipe_fields  # noqa: E402
+
+from ray_serve_npu.testing.tiny_model import make_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = os.environ.get("RAY_SERVE_NPU_TMPDIR")
+    return make_tiny_model(Path(cache) / "models" if cache else tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def direct_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """recipes/serve_npu.py's engine settings (fake tier) behind vLLM's own OpenAI server."""
+    workdir = tmp_path_factory.mktemp("direct")
+    with direct_vllm(recipe_fields(tiny_model_dir), tiny_model_dir, workdir) as base_url:
+        yield base_url
