@@ -55,6 +55,7 @@ class SweepConfig(BaseModel):
     #: Where ``vllm bench serve`` loads the tokenizer that sizes the random prompts.
     tokenizer: str
     endpoint: str = "/v1/chat/completions"
+    # __grid_start__
     concurrency: list[int] = [1, 8, 32]
     request_rate: list[float] = [math.inf]
     input_len: list[int] = [1024]
@@ -65,6 +66,7 @@ class SweepConfig(BaseModel):
     serve_cmd: list[str] = []
     #: Server flag (``--max-num-seqs``) -> values to try, one server per combination.
     serve_params: dict[str, list[str]] = {}
+    # __grid_end__
     server_ready_timeout_s: float = 1800
     #: How long ``vllm bench serve`` retries a failing first request (every 5 s)
     #: before it gives the point up; the sweep has checked the server already.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import shlex
 import warnings
 from pathlib import Path
@@ -43,8 +44,11 @@ def bench_serve_argv(config: SweepConfig, point: LoadPoint, result_dir: Path) ->
 
 def served_models(base_url: str) -> list[str]:
     """The model names the server lists; a clear error when nothing answers there."""
+    # The key OpenAI's clients read; vllm bench serve sends it too.
+    api_key = os.environ.get("OPENAI_API_KEY")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = httpx.get(f"{base_url}/v1/models", timeout=10)
+        response = httpx.get(f"{base_url}/v1/models", headers=headers, timeout=10)
         response.raise_for_status()
     except httpx.HTTPError as error:
         raise SweepError(
