@@ -90,17 +90,6 @@ class SweepConfig(BaseModel):
             )
         return url.rstrip("/")
 
-    @field_validator("tokenizer")
-    @classmethod
-    def _tokenizer_exists(cls, tokenizer: str) -> str:
-        looks_like_path = tokenizer.startswith(("/", ".", "~"))
-        if looks_like_path and not Path(tokenizer).expanduser().is_dir():
-            raise SweepError(
-                f"--tokenizer {tokenizer!r} is no directory; give the model's directory "
-                "(the one the server loads) or a Hugging Face model id"
-            )
-        return tokenizer
-
     @model_validator(mode="after")
     def _consistent(self) -> SweepConfig:
         _positive("--concurrency", self.concurrency)

@@ -58,6 +58,15 @@ def served_models(base_url: str) -> list[str]:
     return [model["id"] for model in response.json()["data"]]
 
 
+def check_tokenizer(tokenizer: str) -> None:
+    """A path that is no directory would reach Hugging Face as a model id, and fail there."""
+    if tokenizer.startswith(("/", ".", "~")) and not Path(tokenizer).expanduser().is_dir():
+        raise SweepError(
+            f"--tokenizer {tokenizer!r} is no directory; give the model's directory "
+            "(the one the server loads) or a Hugging Face model id"
+        )
+
+
 def check_server(config: SweepConfig) -> None:
     """Fail before the first point, not after a ready-check timeout, on a wrong URL or name."""
     models = served_models(config.base_url)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .config import SweepConfig, SweepError
 from .results import PointResult, markdown_table, write_json
-from .runner import bench_serve_argv, check_server, run_point
+from .runner import bench_serve_argv, check_server, check_tokenizer, run_point
 from .server import launched_server
 
 T = TypeVar("T")
@@ -105,12 +105,17 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
 
 
 def print_plan(config: SweepConfig) -> None:
-    for settings in config.server_settings():
+    """The servers and points a sweep would run, and its first point as a command line."""
+    server_sets = config.server_settings()
+    for server_index, settings in enumerate(server_sets, start=1):
         if config.serve_cmd:
-            print(f"server: {config.describe_serve(settings)}")
-        for point in config.points(settings):
-            argv = bench_serve_argv(config, point, config.out_dir / "POINT")
-            print(f"  point: {shlex.join(['vllm', 'bench', 'serve', *argv])}")
+            print(f"server {server_index}/{len(server_sets)}: {config.describe_serve(settings)}")
+        points = config.points(settings)
+        for index, point in enumerate(points, start=1):
+            print(f"  point {index}/{len(points)}: concurrency={point.concurrency} {point.label()}")
+    first = config.points(server_sets[0])[0]
+    argv = bench_serve_argv(config, first, config.out_dir / "point-000")
+    print(f"first point: {shlex.join(['vllm', 'bench', 'serve', *argv])}")
 
 
 def run_sweep(config: SweepConfig) -> list[PointResult]:
@@ -170,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .plots import _pyplot
 
             _pyplot()  # a missing matplotlib stops the sweep before it starts, not after
+        check_tokenizer(config.tokenizer)
         config.out_dir.mkdir(parents=True, exist_ok=True)
         results = run_sweep(config)
         write_reports(results, config, plots=not args.no_plots)
