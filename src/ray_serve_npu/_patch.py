@@ -4,7 +4,9 @@ Each ``_patch_*`` function takes one Ray module, right after it is imported
 (through the import hook of :mod:`ray_serve_npu_autoload`) or later (when
 ``ray_serve_npu`` is imported after Ray Serve LLM). Every function is
 idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds,
-except the 404 for an unknown model, which also names the served models.
+except in the OpenAI ingress, for every kind: the 404 for an unknown model also
+names the served models, an API key can be required, and a stream whose replica
+fails ends in an error event (:mod:`ray_serve_npu.ingress`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 
 import ray_serve_npu_autoload
 from ray_serve_npu import accelerators as npu
+from ray_serve_npu import ingress
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +189,7 @@ def _patch_llm_server(module: ModuleType) -> None:
 
 
 def _patch_ingress(module: ModuleType) -> None:
-    """Name the served models in the 404 for an unknown model.
+    """Name the served models in the 404 for an unknown model; add :mod:`ray_serve_npu.ingress`.
 
     Ray's 404 names only the model asked for (``OpenAiIngress._get_model_id``); the
     commonest mistake on these recipes is a client ``model`` that differs from the
@@ -211,6 +214,19 @@ def _patch_ingress(module: ModuleType) -> None:
             ) from None
 
     ingress_cls._get_model_id = _get_model_id
+
+    # `_process_llm_request` and `make_fastapi_ingress` look both names up in the
+    # module at call time.
+    module._openai_json_wrapper = ingress.ending_streams_in_errors(module._openai_json_wrapper)
+    ray_init = module.init
+
+    @functools.wraps(ray_init)
+    def init() -> Any:
+        app = ray_init()
+        ingress.require_api_key(app)
+        return app
+
+    module.init = init
 
 
 _PATCHES: dict[str, Callable[[ModuleType], Any]] = {
