@@ -15,7 +15,7 @@ from bench.fake_tier import (
     direct_argv,
     ratio_tables,
     recipe_fields,
-    spread,
+    straddles_one,
 )
 
 
@@ -25,17 +25,26 @@ def comparison(target: str, ttft: list[float], throughput: list[float]) -> Compa
     )
 
 
-def test_spread_is_the_range_over_the_median() -> None:
-    assert spread([90, 100, 120]) == pytest.approx(0.3)
-    assert spread([5, 5, 5]) == 0
+def test_kinds_are_compared_round_by_round() -> None:
+    cpu = comparison(SERVE_CPU, [100, 200, 100], [1000, 500, 1000])
+    # A slow second round hits both kinds: paired, the ratios stay near 1.
+    npu = comparison(SERVE_NPU, [95, 210, 104], [1020, 490, 990])
+    kinds = KindComparison.of(npu, cpu)
+    assert kinds.ttft_ratios == pytest.approx([0.95, 1.05, 1.04])
+    assert kinds.within_noise
 
 
-def test_kinds_within_noise_only_when_both_ratios_are() -> None:
-    cpu = comparison(SERVE_CPU, [100, 110, 90], [1000, 1100, 900])  # ±0.2 either way
-    close = KindComparison.of(comparison(SERVE_NPU, [105, 115, 95], [950, 1050, 900]), cpu)
-    assert close.ttft_ratio == pytest.approx(1.05) and close.within_noise
-    slow = KindComparison.of(comparison(SERVE_NPU, [150, 155, 148], [950, 1050, 900]), cpu)
-    assert slow.ttft_ratio == pytest.approx(1.5) and not slow.within_noise
+def test_kinds_are_outside_noise_when_every_round_leans_one_way() -> None:
+    cpu = comparison(SERVE_CPU, [100, 200, 100], [1000, 500, 1000])
+    slower_every_round = comparison(SERVE_NPU, [110, 230, 101], [1020, 490, 990])
+    assert not KindComparison.of(slower_every_round, cpu).within_noise
+    fewer_tokens_every_round = comparison(SERVE_NPU, [95, 210, 104], [990, 490, 990])
+    assert not KindComparison.of(fewer_tokens_every_round, cpu).within_noise
+
+
+def test_straddles_one() -> None:
+    assert straddles_one([0.9, 1.2]) and straddles_one([1.0, 1.0])
+    assert not straddles_one([1.01, 1.2]) and not straddles_one([0.7, 0.99])
 
 
 def test_ratio_tables_put_serve_over_direct_and_npu_over_cpu() -> None:
@@ -47,7 +56,7 @@ def test_ratio_tables_put_serve_over_direct_and_npu_over_cpu() -> None:
         ]
     )
     assert "| 8 | 10.0 | 30.0 | 3.00 | 400.0 | 200.0 | 0.50 |" in tables
-    assert "| 8 | 1.00 | ±0.00 | 1.00 | ±0.00 | within noise |" in tables
+    assert "| 8 | 1.00 (1.00-1.00) | 1.00 (1.00-1.00) | within noise |" in tables
 
 
 @pytest.fixture(scope="module")
