@@ -21,6 +21,8 @@ GUIDE_FINDINGS = {
     ("env-balance-scheduling-ignored", 55),
     ("max-model-len-unproven", 82),
     ("graph-capture-size-unreachable", 144),
+    # No --host (every interface), host networking, no key: the `vllm serve` line.
+    ("endpoint-without-api-key", 78),
 }
 
 
@@ -191,6 +193,29 @@ def test_secret_read_from_environment_is_fine(tmp_path, guide_text) -> None:
     assert "secret-in-file" not in {f.rule_id for f in check_file(path)}
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('PYTHONHASHSEED: "0"', 'PYTHONHASHSEED: "0"\n      VLLM_API_KEY: "${OPENAI_API_KEY:?}"'),
+        ("      - --port", "      - --host\n      - 127.0.0.1\n      - --port"),
+        ("      - --port", "      - --api-key\n      - ${KEY}\n      - --port"),
+    ],
+    ids=["key-in-env", "loopback-only", "api-key-flag"],
+)
+def test_endpoint_with_a_key_or_on_loopback_is_fine(tmp_path, guide_text, old, new) -> None:
+    path = variant(tmp_path, guide_text, old, new)
+    assert "endpoint-without-api-key" not in {f.rule_id for f in check_file(path)}
+
+
+def test_endpoint_on_all_interfaces_names_the_host(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path, guide_text, "      - --port", "      - --host\n      - 0.0.0.0\n      - --port"
+    )
+    (finding,) = [f for f in check_file(path) if f.rule_id == "endpoint-without-api-key"]
+    assert finding.message.startswith("--host 0.0.0.0 and no API key")
+    assert "VLLM_API_KEY" in finding.fix
+
+
 def test_map_fewer_devices_than_tp(tmp_path, guide_text) -> None:
     path = variant(tmp_path, guide_text, "      - /dev/davinci7:/dev/davinci7\n", "")
     found = [f for f in check_file(path) if f.rule_id == "parallel-exceeds-node"]
@@ -225,6 +250,8 @@ def test_command_line() -> None:
     found = {(f.rule_id, f.line) for f in check_file(DATA / "broken-serve.sh")}
     assert found == {
         ("env-flashcomm1-deprecated", 3),
+        # `vllm serve` without --host or a key.
+        ("endpoint-without-api-key", 4),
         ("vllm-unknown-flag", 6),
         ("vllm-invalid-value", 7),
     }

@@ -11,7 +11,7 @@ from typing import Any
 
 from ray_serve_npu import hardware
 from ray_serve_npu.check.findings import Finding, Severity
-from ray_serve_npu.check.model import Deployment, ParsedFile
+from ray_serve_npu.check.model import Deployment, ParsedFile, Setting
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
 
@@ -452,6 +452,25 @@ def check_ray_bind_all(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[F
     ]
 
 
+def check_open_endpoint(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    """A ``vllm serve`` that listens beyond loopback and has no API key."""
+    loopback = set(rule.params["loopback_hosts"])
+    findings = []
+    for dep in parsed.deployments:
+        if dep.http_server_line is None:
+            continue
+        host = dep.engine.get("host")
+        keyed = "api_key" in dep.engine or bool(
+            dep.env.get(rule.params["key_env"], Setting(value="", line=0)).value
+        )
+        if keyed or (host is not None and str(host.value) in loopback):
+            continue
+        where = f"--host {host.value}" if host else "no --host (all interfaces)"
+        line = host.line if host else dep.http_server_line
+        findings.append(_finding(rule, dep, line, f"{where} and no API key: " + rule.what))
+    return findings
+
+
 def check_secrets(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     name_pattern = re.compile(rule.params["name_pattern"])
     value_patterns = [re.compile(p) for p in rule.params["value_patterns"]]
@@ -483,5 +502,6 @@ CHECKS: dict[str, Check] = {
     "jemalloc_path": check_jemalloc_path,
     "privileged": check_privileged,
     "ray_bind_all": check_ray_bind_all,
+    "open_endpoint": check_open_endpoint,
     "secrets": check_secrets,
 }

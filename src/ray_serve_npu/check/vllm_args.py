@@ -101,6 +101,8 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
         return not text.lstrip("-").replace(".", "", 1).isdigit()
 
     groups = _groups(tokens, is_option)
+    if tokens:
+        deployment.http_server_line = tokens[0].line
     if groups[0]:
         deployment.model = groups[0][0]
     for group in groups[1:]:
