@@ -72,6 +72,9 @@ class SweepConfig(BaseModel):
     #: before it gives the point up; the sweep has checked the server already.
     ready_check_timeout_s: int = 10
     seed: int = 0
+    #: Greedy decoding, as vLLM-Ascend's CI performance cases run (tools/aisbench.py):
+    #: the same prompts then give the same tokens on every run and every server.
+    temperature: float = 0.0
     out_dir: Path = Path("bench-results")
 
     @field_validator("base_url")

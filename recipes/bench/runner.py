@@ -37,6 +37,7 @@ def bench_serve_argv(config: SweepConfig, point: LoadPoint, result_dir: Path) ->
         "--metric-percentiles", ",".join(map(str, PERCENTILES)),
         "--ready-check-timeout-sec", str(config.ready_check_timeout_s),
         "--seed", str(config.seed),
+        "--temperature", f"{config.temperature:g}",
         "--save-result", "--result-dir", str(result_dir),
     ]  # fmt: skip
     return argv

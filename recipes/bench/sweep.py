@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out-dir", type=Path, default=Path("bench-results"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 decodes greedily")
     parser.add_argument("--no-plots", action="store_true", help="skip results.png")
     parser.add_argument(
         "--dry-run", action="store_true", help="print the servers and points, run nothing"
@@ -96,6 +97,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
             serve_cmd=args.serve_cmd,
             serve_params=dict(args.serve_param),
             seed=args.seed,
+            temperature=args.temperature,
             out_dir=args.out_dir,
         )
     except ValidationError as error:
