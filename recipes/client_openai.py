@@ -1,15 +1,10 @@
 """Send one chat request to the server that serve_npu.py or docker-compose.yaml starts."""
 
-import os
-
 from openai import OpenAI
 
 # __client_start__
-client = OpenAI(
-    base_url="http://127.0.0.1:8000/v1",
-    # Neither server in these recipes checks a key; the client needs some string.
-    api_key=os.environ.get("OPENAI_API_KEY", "not-used"),
-)
+# The client sends the key in OPENAI_API_KEY; the server must have the same key.
+client = OpenAI(base_url="http://127.0.0.1:8000/v1")
 
 response = client.chat.completions.create(
     model="deepseek-v4-flash",

@@ -1,14 +1,10 @@
 """Stream one chat response from the server that serve_npu.py or docker-compose.yaml starts."""
 
-import os
-
 from openai import OpenAI
 
 # __stream_start__
-client = OpenAI(
-    base_url="http://127.0.0.1:8000/v1",
-    api_key=os.environ.get("OPENAI_API_KEY", "not-used"),
-)
+# The client sends the key in OPENAI_API_KEY; the server must have the same key.
+client = OpenAI(base_url="http://127.0.0.1:8000/v1")
 
 stream = client.chat.completions.create(
     model="deepseek-v4-flash",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,42 @@ class VLLMServe:
 
     def __iter__(self) -> Iterator[tuple[str, str | None]]:
         return iter(self.options)
+
+
+#: Compose's variable forms: ``$$``, ``$NAME``, ``${NAME}``, ``${NAME<op>word}``
+#: with op one of ``:-``, ``-``, ``:?``, ``?`` (docs.docker.com, "Interpolation").
+#: Any other ``$`` matches ``other``.
+_COMPOSE_VARIABLE = re.compile(
+    r"\$(?:(?P<dollar>\$)|(?P<bare>[A-Za-z_]\w*)"
+    r"|\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:-|-|:\?|\?)(?P<word>[^}]*))?\}|(?P<other>))"
+)
+
+
+def interpolate_compose(value: str, env: Mapping[str, str]) -> str:
+    """``value`` with Compose's variables replaced from ``env``, as ``docker compose up`` does.
+
+    Raises ValueError for a ``${NAME:?message}`` (or ``?``) whose variable is
+    missing, with Compose's message, and for a ``$`` form this reader does not know.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        if match["dollar"]:
+            return "$"
+        if match["other"] is not None:
+            raise ValueError(
+                f"{value!r}: unsupported `$` form at {match.start()}; use $NAME, ${{NAME}}, "
+                "${NAME:-default} or ${NAME:?message}, or $$ for a literal `$`"
+            )
+        name = match["bare"] or match["name"]
+        op, word, current = match["op"], match["word"] or "", env.get(name)
+        missing = current is None or (op is not None and op.startswith(":") and not current)
+        if op in {":?", "?"} and missing:
+            raise ValueError(f"required variable {name} is missing a value: {word}")
+        if op in {":-", "-"} and missing:
+            return word
+        return current or ""
+
+    return _COMPOSE_VARIABLE.sub(substitute, value)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
+from ray_serve_npu.ingress import API_KEY_ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "recipes" / "kuberay" / "rayservice.yaml"
@@ -107,3 +108,21 @@ def test_worker_group_bounds_match_the_replica_bounds() -> None:
     # One replica per worker pod: as many pods as replicas, no more.
     assert worker["minReplicas"] == autoscaling["min_replicas"]
     assert worker["maxReplicas"] == autoscaling["max_replicas"]
+
+
+def test_every_pod_gets_the_api_key_from_the_secret() -> None:
+    """Serve builds the app on any pod; the pod that does must have the key, or the
+    endpoint would open without one."""
+    cluster = _manifest()["spec"]["rayClusterConfig"]
+    groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
+    for group in groups:
+        (container,) = group["template"]["spec"]["containers"]
+        keys = [e for e in container.get("env", []) if e["name"] == API_KEY_ENV_VAR]
+        assert keys == [
+            {
+                "name": API_KEY_ENV_VAR,
+                "valueFrom": {
+                    "secretKeyRef": {"name": "deepseek-v4-flash-api-key", "key": "api-key"}
+                },
+            }
+        ], container["name"]

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ray_serve_npu.vllm_cli import VLLMServe, find_compose_file, vllm_serve_service
+from ray_serve_npu.vllm_cli import (
+    VLLMServe,
+    find_compose_file,
+    interpolate_compose,
+    vllm_serve_service,
+)
 
 
 def test_parse_keeps_model_flags_values_and_switches_in_order() -> None:
@@ -67,3 +72,34 @@ def test_compose_file_missing_or_without_vllm(tmp_path: Path) -> None:
     file.write_text("services:\n  web:\n    image: nginx\n")
     with pytest.raises(ValueError, match="no service runs `vllm serve`"):
         vllm_serve_service(file)
+
+
+_SHELL = {"SET": "value", "EMPTY": ""}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("${SET}", "value"),
+        ("$SET/x", "value/x"),
+        ("${UNSET:-fallback}", "fallback"),
+        ("${EMPTY:-fallback}", "fallback"),
+        ("${EMPTY-fallback}", ""),
+        ("${SET:?unused}", "value"),
+        ("$$SET", "$SET"),
+        ("plain", "plain"),
+    ],
+)
+def test_compose_interpolation_follows_compose(text: str, expected: str) -> None:
+    assert interpolate_compose(text, _SHELL) == expected
+
+
+@pytest.mark.parametrize("text", ["${UNSET:?set UNSET first}", "${EMPTY:?set UNSET first}"])
+def test_compose_interpolation_refuses_a_missing_required_variable(text: str) -> None:
+    with pytest.raises(ValueError, match=r"required variable (UNSET|EMPTY) .*: set UNSET first"):
+        interpolate_compose(text, _SHELL)
+
+
+def test_compose_interpolation_refuses_a_form_it_does_not_read() -> None:
+    with pytest.raises(ValueError, match=r"unsupported `\$` form at 0; use \$NAME"):
+        interpolate_compose("${SET:+other}", _SHELL)

@@ -22,7 +22,7 @@ from .processes import (
     stop_process_group,
     wait_until_ready,
 )
-from .tier import MODEL_PATH_ENV_VAR, Server, Tier
+from .tier import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR, Server, Tier, fresh_api_key
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
 FAKE_TIER_NAME = "fake-npu"
@@ -77,9 +77,10 @@ class AscendTier:
 
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
+        self.api_key = fresh_api_key()
 
     def env(self) -> Mapping[str, str]:
-        return {MODEL_PATH_ENV_VAR: self.model_path}
+        return {MODEL_PATH_ENV_VAR: self.model_path, CLIENT_API_KEY_ENV_VAR: self.api_key}
 
     @contextlib.contextmanager
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:

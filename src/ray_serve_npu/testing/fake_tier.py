@@ -30,9 +30,10 @@ from ray_serve_npu.testing.processes import (
     stop_process_group,
     wait_until_ready,
 )
+from ray_serve_npu.testing.tier import CLIENT_API_KEY_ENV_VAR, fresh_api_key
 from ray_serve_npu.testing.tiny_model import make_tiny_model
 from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
-from ray_serve_npu.vllm_cli import find_compose_file, vllm_serve_service
+from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
 
 #: How long a server may take to answer /v1/models. Measured here: Ray Serve LLM
 #: with the tiny model is ready in about 50 s on two cores, plain vLLM in about 30 s.
@@ -60,10 +61,12 @@ class FakeNPUTier:
         self.model_dir = model_dir
         self.workdir = workdir
         self.device_record_dir = workdir / "devices"
+        self.api_key = fresh_api_key()
 
     def env(self) -> dict[str, str]:
         return {
             **self.cluster.env(),
+            CLIENT_API_KEY_ENV_VAR: self.api_key,
             # `python` in a block is the interpreter running the tier, with its packages.
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
             DRY_RUN_MODEL_ENV_VAR: str(self.model_dir),
@@ -78,7 +81,10 @@ class FakeNPUTier:
         # No Docker engine here: run the Compose service's `vllm serve` on the CPU engine.
         service = vllm_serve_service(compose_file)
         argv, changes = adapt_vllm_serve(service.command, self.model_dir)
-        env, env_changes = adapt_env(service.environment)
+        shell = {**os.environ, **self.env()}
+        env, env_changes = adapt_env(
+            {name: interpolate_compose(value, shell) for name, value in service.environment.items()}
+        )
         log_changes(changes + env_changes)
         return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *argv], env
 

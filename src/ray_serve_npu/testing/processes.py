@@ -64,6 +64,11 @@ def wait_until_ready(
         try:
             with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):
                 return
+        except urllib.error.HTTPError as error:
+            # The app answers; it wants the API key that the page's clients send.
+            if error.code == 401:
+                return
+            time.sleep(_POLL_S)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(_POLL_S)
     raise RuntimeError(

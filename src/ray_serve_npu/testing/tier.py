@@ -13,12 +13,20 @@ page's client blocks against it, and stops it. Two tiers implement this:
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 #: The one setting of the Ascend tier: where the model weights are.
 MODEL_PATH_ENV_VAR = "MODEL_PATH"
+#: The API key the pages' servers require and their clients send (the variable
+#: OpenAI's clients read). Each tier sets a fresh one, as a reader exports theirs.
+CLIENT_API_KEY_ENV_VAR = "OPENAI_API_KEY"
+
+
+def fresh_api_key() -> str:
+    return secrets.token_urlsafe(24)
 
 
 class Server(Protocol):
