@@ -216,6 +216,28 @@ def test_endpoint_on_all_interfaces_names_the_host(tmp_path, guide_text) -> None
     assert "VLLM_API_KEY" in finding.fix
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "changed"),
+    [
+        ("    tty: true", "    tty: true\n    sysctls:\n      net.core.somaxconn: 1024", "sysctls"),
+        (
+            "    command:\n",
+            "    entrypoint: [bash, -c, 'sysctl -w vm.swappiness=0 && exec \"$$@\"', --]\n"
+            "    command:\n",
+            "sysctl",
+        ),
+    ],
+    ids=["sysctls-key", "sysctl-in-entrypoint"],
+)
+def test_kernel_tuning_in_the_container_is_reported(
+    tmp_path, guide_text, old, new, changed
+) -> None:
+    path = variant(tmp_path, guide_text, old, new)
+    (finding,) = [f for f in check_file(path) if f.rule_id == "kernel-tuning-in-container"]
+    assert f"changes `{changed}`" in finding.message
+    assert "on the host" in finding.fix
+
+
 def test_map_fewer_devices_than_tp(tmp_path, guide_text) -> None:
     path = variant(tmp_path, guide_text, "      - /dev/davinci7:/dev/davinci7\n", "")
     found = [f for f in check_file(path) if f.rule_id == "parallel-exceeds-node"]

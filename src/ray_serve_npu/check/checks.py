@@ -439,6 +439,16 @@ def check_privileged(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Fin
     ]
 
 
+def check_kernel_tuning_in_container(
+    rule: Rule, parsed: ParsedFile, rules: RuleSet
+) -> list[Finding]:
+    return [
+        _finding(rule, dep, setting.line, f"the service changes `{setting.value}`: " + rule.what)
+        for dep in parsed.deployments
+        for setting in dep.kernel_tuning
+    ]
+
+
 _DASHBOARD_ALL = re.compile(r"""dashboard[-_]host["']?\s*[=:\s]\s*["']?0\.0\.0\.0""")
 
 
@@ -501,6 +511,7 @@ CHECKS: dict[str, Check] = {
     "max_model_len_unproven": check_max_model_len_unproven,
     "jemalloc_path": check_jemalloc_path,
     "privileged": check_privileged,
+    "kernel_tuning_in_container": check_kernel_tuning_in_container,
     "ray_bind_all": check_ray_bind_all,
     "open_endpoint": check_open_endpoint,
     "secrets": check_secrets,

@@ -26,6 +26,11 @@ def _tokens(value: Any, path: Path, lines: dict[Path, int]) -> list[Setting]:
     return tokens
 
 
+def _tunes_the_kernel(word: str) -> bool:
+    """``sysctl``, or a write target under ``/proc/sys`` or cpufreq's governor."""
+    return word == "sysctl" or word.startswith("/proc/sys/") or "scaling_governor" in word
+
+
 def parse_compose(path: str, data: dict[str, Any], lines: dict[Path, int]) -> list[Deployment]:
     deployments = []
     for name, service in (data.get("services") or {}).items():
@@ -51,10 +56,14 @@ def parse_compose(path: str, data: dict[str, Any], lines: dict[Path, int]) -> li
                 deployment.devices.append(Setting(value=number, line=line))
         if service.get("privileged") is True:
             deployment.privileged = Setting(value=True, line=lines[(*base, "privileged")])
-        argv = serve_argv(
-            _tokens(service.get("entrypoint"), (*base, "entrypoint"), lines)
-            + _tokens(service.get("command"), (*base, "command"), lines)
+        if "sysctls" in service:
+            line = lines[(*base, "sysctls")]
+            deployment.kernel_tuning.append(Setting(value="sysctls", line=line))
+        tokens = _tokens(service.get("entrypoint"), (*base, "entrypoint"), lines) + _tokens(
+            service.get("command"), (*base, "command"), lines
         )
+        deployment.kernel_tuning += [t for t in tokens if _tunes_the_kernel(str(t.value))]
+        argv = serve_argv(tokens)
         if argv is not None:
             apply_serve_argv(argv, deployment)
         deployments.append(deployment)

@@ -34,6 +34,8 @@ class Deployment(BaseModel):
     # Indices of /dev/davinciN nodes the container maps, with their lines.
     devices: list[Setting] = Field(default_factory=list)
     privileged: Setting | None = None
+    # Kernel settings a container service changes: `sysctls`, `sysctl`, /proc/sys, governors.
+    kernel_tuning: list[Setting] = Field(default_factory=list)
     # Line of the `vllm serve` command, for deployments that run vLLM's own HTTP server.
     http_server_line: int | None = None
     # Ray accelerator type (an SoC name) that an LLMConfig asks for.
