@@ -15,6 +15,8 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
 
+from ray_serve_npu_docs.pages import NUMBER_WORDS
+
 #: Language code -> (label in that language, directory below the site's root).
 EDITIONS: dict[str, tuple[str, str]] = {
     "en": ("English", ""),
@@ -88,14 +90,16 @@ def _number_words(app: Sphinx, config: Config) -> None:
     config.myst_substitutions = {
         **config.myst_substitutions,
         **{
-            f"{name}_words": _ENGLISH_NUMBERS.get(int(value), value) if english else value
+            f"{name}_words": _english_number(value) if english else value
             for name, value in config.myst_substitutions.items()
             if isinstance(value, str) and value.isdigit()
         },
     }
 
 
-_ENGLISH_NUMBERS = dict(enumerate("zero one two three four five six seven eight nine".split()))
+def _english_number(digits: str) -> str:
+    number = int(digits)
+    return NUMBER_WORDS[number] if number < len(NUMBER_WORDS) else digits
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import yaml
 
+#: English prose spells out zero to nine (Ray's style guide): the style checker
+#: asks for these words, and the site's number substitutions use them.
+NUMBER_WORDS: tuple[str, ...] = tuple("zero one two three four five six seven eight nine".split())
+
 _FENCE_OPEN = re.compile(r"^(?P<indent>\s*)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
 _HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
 # Code spans may wrap onto the next line of their paragraph.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ray_serve_npu_docs.pages import Page, read_page
+from ray_serve_npu_docs.pages import NUMBER_WORDS, Page, read_page
 
 #: Names that keep their capitals inside a sentence-case heading. Words with a
 #: capital after the first letter (NPU, vLLM, DeepSeek-V4, KubeRay) pass anyway.
@@ -72,7 +72,6 @@ _SELLING_WORDS = re.compile(
 _SMALL_NUMBER = re.compile(
     r"(?<![\w.\-/×#])(?P<digit>[0-9])(?![\w.,:/%×\-]|\s*(GB|GiB|MB|K|M|G|ms|s|x)\b)"
 )
-_NUMBER_WORDS = "zero one two three four five six seven eight nine".split()
 #: "Step 1:" titles and "1M" sizes keep numerals; so do ranges of device ids.
 _NUMBERED_TITLE = re.compile(r"\b(Step|step|Figure|Table)\s+\d+")
 
@@ -208,7 +207,7 @@ def small_numbers(page: Page, _: frozenset[str]) -> Iterator[Finding]:
                 line,
                 "number-words",
                 f"numeral {digit} in prose",
-                f"write '{_NUMBER_WORDS[digit]}' (zero to nine in words; units, versions "
+                f"write '{NUMBER_WORDS[digit]}' (zero to nine in words; units, versions "
                 "and code keep numerals)",
             )
 
