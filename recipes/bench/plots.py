@@ -18,7 +18,7 @@ PANELS = (
 )
 
 
-def _pyplot():  # noqa: ANN202 - matplotlib's module
+def pyplot():  # noqa: ANN202 - matplotlib's module
     try:
         import matplotlib
     except ImportError as error:
@@ -34,7 +34,7 @@ def _pyplot():  # noqa: ANN202 - matplotlib's module
 
 def plot_sweep(results: Sequence[PointResult], path: Path, title: str) -> Path:
     """Four panels in one small PNG; points without figures are left out."""
-    plt = _pyplot()
+    plt = pyplot()
     series: dict[str, list[PointResult]] = defaultdict(list)
     for result in results:
         if result.completed:

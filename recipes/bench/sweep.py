@@ -174,9 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_plan(config)
             return 0
         if not args.no_plots:
-            from .plots import _pyplot
+            from .plots import pyplot
 
-            _pyplot()  # a missing matplotlib stops the sweep before it starts, not after
+            pyplot()  # a missing matplotlib stops the sweep before it starts, not after
         check_tokenizer(config.tokenizer)
         config.out_dir.mkdir(parents=True, exist_ok=True)
         results = run_sweep(config)

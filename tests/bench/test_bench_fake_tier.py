@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.fake_tier import (
+from bench.compare import (
     DIRECT,
     SERVE_CPU,
     SERVE_NPU,
     Comparison,
     KindComparison,
-    cpu_kind,
-    direct_argv,
     ratio_tables,
-    recipe_fields,
     straddles_one,
 )
+from bench.fake_tier import cpu_kind, direct_argv, recipe_fields
 
 
 def comparison(target: str, ttft: list[float], throughput: list[float]) -> Comparison:
