@@ -118,7 +118,8 @@ def serve_apps(
     from ray_serve_npu import build_openai_app
 
     port = free_port()
-    ray.init(address=cluster.address, logging_level="ERROR")
+    # The replicas and engines log to their own files; the driver prints the figures.
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         urls = {}
