@@ -24,9 +24,10 @@ BUILD = ROOT / "build"
 #: 0.22.0, which imports without a GPU but cannot run an engine.
 RAY_STACKS: dict[str, list[str]] = {
     "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test]"],
-    # fastapi: with vLLM 0.22.0, pip takes fastapi 0.165.0, whose app Ray 2.56.1's
-    # Serve fails to pickle ("cannot pickle '_thread.lock' object" in
-    # build_openai_app); 0.136.3, what the 2.60 stack resolves, works.
+    # fastapi: with vLLM 0.22.0, pip takes the newest fastapi, and Ray 2.56.1's
+    # Serve can't pickle apps of fastapi 0.139.2 and later
+    # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.60
+    # stack resolves.
     "2.56.1": ["ray[serve]==2.56.1", "vllm==0.22.0", "fastapi==0.136.3", "pyarrow", ".[test]"],
 }
 

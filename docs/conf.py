@@ -85,6 +85,7 @@ myst_substitutions = {
     "newest_ray": _newest_ray,
     "newest_ray_vllm_pin": compat.RAY_VLLM_PINS[_newest_ray],
     "supported_ray": str(compat.SUPPORTED_RAY),
+    "ray_2_56_fastapi": str(compat.RAY_2_56_FASTAPI),
     "tested_ray_low": compat.TESTED_RAY[0],
     "tested_ray_high": compat.TESTED_RAY[-1],
     "image_repository": hardware.IMAGE_REPOSITORY,

@@ -34,6 +34,9 @@ def check_pins(recipes: Path) -> list[str]:
                 f"recipes/Dockerfile: ARG {name} is "
                 f"{found.group(1) if found else 'missing'}, expected {value}"
             )
+    fastapi = f'"fastapi{compat.RAY_2_56_FASTAPI}"'
+    if compat.ray_series(release.ray) == "2.56.x" and fastapi not in dockerfile:
+        problems.append(f"recipes/Dockerfile: pip must install {fastapi} beside ray 2.56")
     compose = (recipes / "docker-compose.yaml").read_text()
     image = hardware.image(release.tag, hardware.A2)
     if f"image: {image}\n" not in compose:

@@ -29,6 +29,14 @@ RAY_VLLM_PINS: dict[str, str] = {
 }
 
 
+#: The fastapi releases Ray 2.56's Serve can deploy. fastapi 0.139.2 put a lock
+#: into its app objects, which Serve must pickle ("cannot pickle '_thread.lock'
+#: object", ray-project/ray#64939); Ray fixed that after 2.56 (#64814) without a
+#: 2.56 backport. vLLM 0.22 asks only for fastapi>=0.115.0, so an image may carry
+#: a newer one. Bisected with Ray 2.56.1: 0.139.1 deploys, 0.139.2 fails.
+RAY_2_56_FASTAPI = SpecifierSet("<0.139.2")
+
+
 @dataclass(frozen=True)
 class AscendRelease:
     """A vLLM-Ascend release and the stack its images carry."""
