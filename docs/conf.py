@@ -40,7 +40,7 @@ nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(ray|pydantic|packaging|enum)\..*"),
     (r"py:.*", r"(PlacementGroup|Application|SpecifierSet|NodeKind|AscendRelease)"),
-    (r"py:.*", r"(Literal|Any|Mapping|Enum)"),
+    (r"py:.*", r"(Literal|Any|Mapping|Enum|ASGIApp)"),
 ]
 
 # MyST through myst-nb; no notebook is executed.

@@ -1,6 +1,6 @@
 """Additions to Ray Serve LLM's OpenAI ingress: an API key, and streams that end in errors.
 
-Both are wired in by :mod:`ray_serve_npu._patch` and apply to every kind, not just npu.
+Both are wired in by ``ray_serve_npu._patch`` and apply to every kind, not just npu.
 
 - Ray Serve LLM 2.56 to 2.60 has no API key on its OpenAI endpoint. Set
   :data:`API_KEY_ENV_VAR` where the app is built and every request must carry
