@@ -18,7 +18,7 @@ from ray_serve_npu.testing.ascend_tier import (
     planned_tier_name,
     select_tier,
 )
-from ray_serve_npu.testing.tier import MODEL_PATH_ENV_VAR
+from ray_serve_npu.testing.tier import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR
 
 
 def test_detect_npus_counts_fake_davinci_devices_only(tmp_path: Path) -> None:
@@ -45,7 +45,11 @@ def test_with_fake_detected_npus_the_ascend_tier_is_selected(tmp_path: Path) -> 
     with select_tier(tmp_path, npus=8, env={MODEL_PATH_ENV_VAR: "/models/w"}) as tier:
         assert isinstance(tier, AscendTier)
         assert (tier.name, tier.fake) == ("ascend", False)
-        assert tier.env() == {MODEL_PATH_ENV_VAR: "/models/w"}
+        env = tier.env()
+        assert env[MODEL_PATH_ENV_VAR] == "/models/w"
+        # A fresh key for the pages' servers and clients, as a reader exports one.
+        assert len(env[CLIENT_API_KEY_ENV_VAR]) >= 32
+        assert set(env) == {MODEL_PATH_ENV_VAR, CLIENT_API_KEY_ENV_VAR}
     assert planned_tier_name(8) == "ascend"
 
 
