@@ -23,7 +23,8 @@ BUILD = ROOT / "build"
 #: build, which runs the engine here; at 2.56.1 it is PyPI's CUDA build of vLLM
 #: 0.22.0, which imports without a GPU but cannot run an engine.
 RAY_STACKS: dict[str, list[str]] = {
-    "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test]"],
+    # bench: tests/bench run the sweep tool, which draws its plots with matplotlib.
+    "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test,bench]"],
     # fastapi: with vLLM 0.22.0, pip takes the newest fastapi, and Ray 2.56.1's
     # Serve can't pickle apps of fastapi 0.139.2 and later
     # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.60
