@@ -40,6 +40,9 @@ class FakeNode(BaseModel, frozen=True):
     soc_name: str = "Ascend910B4"
     #: Logical CPUs Ray may schedule; not tied to the machine's two cores.
     num_cpus: int = 8
+    #: Fake GPUs beside the NPUs (``ray start --num-gpus``), for a ``gpu``-kind app
+    #: on the fake platform's GPU variant. 0 leaves GPUs to Ray's detection.
+    num_gpus: int = 0
 
     @property
     def resources(self) -> dict[str, float]:
@@ -110,6 +113,7 @@ class FakeNPUCluster:
             f"--node-ip-address={self.node_ip(index)}",
             f"--num-cpus={node.num_cpus}",
             f"--resources={json.dumps(node.resources)}",
+            *([f"--num-gpus={node.num_gpus}"] if node.num_gpus else []),
             "--disable-usage-stats",
             # Ray sizes the object store from the machine's memory; the recipes
             # pass little data through it.

@@ -1,0 +1,54 @@
+"""The fake platform's variants: NPU scheduling by default, GPU scheduling on request."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from ray_serve_npu.testing.vllm_plugins import (
+    FAKE_DEVICE_ENV_VAR,
+    FAKE_PLATFORM_ENV_VAR,
+    fake_npu_platform,
+)
+
+
+def test_the_fake_platform_is_off_without_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FAKE_PLATFORM_ENV_VAR, raising=False)
+    monkeypatch.setenv(FAKE_DEVICE_ENV_VAR, "GPU")
+    assert fake_npu_platform() is None
+
+
+@pytest.mark.parametrize(
+    ("device", "ray_device_key", "visible_devices"),
+    [
+        (None, "NPU", "ASCEND_RT_VISIBLE_DEVICES"),
+        ("NPU", "NPU", "ASCEND_RT_VISIBLE_DEVICES"),
+        ("GPU", "GPU", "CUDA_VISIBLE_DEVICES"),
+    ],
+)
+def test_the_fake_device_selects_what_ray_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch, device: str | None, ray_device_key: str, visible_devices: str
+) -> None:
+    if device is None:
+        monkeypatch.delenv(FAKE_DEVICE_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(FAKE_DEVICE_ENV_VAR, device)
+    monkeypatch.setenv(FAKE_PLATFORM_ENV_VAR, "1")
+    qualname = fake_npu_platform()
+    assert qualname is not None
+    # Imported as vLLM imports it once the plugin named it, with the platform resolved;
+    # importing vllm.platforms.cpu first, with the plugin on, would ask for it mid-import.
+    monkeypatch.delenv(FAKE_PLATFORM_ENV_VAR)
+    module, _, name = qualname.rpartition(".")
+    platform = getattr(importlib.import_module(module), name)
+    assert platform.ray_device_key == ray_device_key
+    assert platform.device_control_env_var == visible_devices
+    assert platform().is_cpu()
+
+
+def test_an_unknown_fake_device_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAKE_PLATFORM_ENV_VAR, "1")
+    monkeypatch.setenv(FAKE_DEVICE_ENV_VAR, "TPU")
+    with pytest.raises(ValueError, match="RAY_SERVE_NPU_FAKE_DEVICE='TPU': use one of NPU, GPU"):
+        fake_npu_platform()
