@@ -12,8 +12,8 @@ from .plots import pyplot
 
 DIRECT = "direct"
 SERVE_NPU = "serve-npu"
-SERVE_CPU = "serve-cpu"
-TARGETS = (DIRECT, SERVE_NPU, SERVE_CPU)
+SERVE_GPU = "serve-gpu"
+TARGETS = (DIRECT, SERVE_NPU, SERVE_GPU)
 
 
 class Comparison(BaseModel):
@@ -43,7 +43,7 @@ def ratio_cell(ratios: Sequence[float]) -> str:
 
 
 def ratio_tables(comparisons: Sequence[Comparison]) -> str:
-    """Ray Serve LLM against direct vLLM, and the npu kind against the cpu kind, in Markdown."""
+    """Ray Serve LLM against direct vLLM, and the npu kind against the gpu kind, in Markdown."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
     lines = [
@@ -62,13 +62,13 @@ def ratio_tables(comparisons: Sequence[Comparison]) -> str:
         )
     lines += [
         "",
-        "npu kind / cpu kind, round by round: median ratio (range over the rounds):",
+        "npu kind / gpu kind, round by round: median ratio (range over the rounds):",
         "",
         "| concurrency | TTFT ratio | throughput ratio | verdict |",
         "| --- | --- | --- | --- |",
     ]
     for level in levels:
-        kinds = KindComparison.of(by[SERVE_NPU, level], by[SERVE_CPU, level])
+        kinds = KindComparison.of(by[SERVE_NPU, level], by[SERVE_GPU, level])
         verdict = "within noise" if kinds.within_noise else "outside noise"
         lines.append(
             f"| {level} | {ratio_cell(kinds.ttft_ratios)} "
@@ -78,7 +78,7 @@ def ratio_tables(comparisons: Sequence[Comparison]) -> str:
 
 
 class KindComparison(BaseModel):
-    """The npu kind against the cpu kind at one concurrency, round by round.
+    """The npu kind against the gpu kind at one concurrency, round by round.
 
     Both kinds ran back to back in each round, so each round's ratio cancels the
     machine's slow spells; the kinds are within noise when the rounds' ratios fall
@@ -89,11 +89,11 @@ class KindComparison(BaseModel):
     throughput_ratios: list[float]
 
     @classmethod
-    def of(cls, npu: Comparison, cpu: Comparison) -> KindComparison:
+    def of(cls, npu: Comparison, gpu: Comparison) -> KindComparison:
         return cls(
-            ttft_ratios=[n / c for n, c in zip(npu.ttft_p50_ms, cpu.ttft_p50_ms, strict=True)],
+            ttft_ratios=[n / g for n, g in zip(npu.ttft_p50_ms, gpu.ttft_p50_ms, strict=True)],
             throughput_ratios=[
-                n / c for n, c in zip(npu.output_tokens_per_s, cpu.output_tokens_per_s, strict=True)
+                n / g for n, g in zip(npu.output_tokens_per_s, gpu.output_tokens_per_s, strict=True)
             ],
         )
 

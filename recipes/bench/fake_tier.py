@@ -1,16 +1,20 @@
 """``nox -s bench``: what Ray Serve LLM adds on top of ``vllm serve``, on the fake-NPU tier.
 
-One tiny engine, three ways, side by side on one fake NPU cluster:
+One tiny engine, three ways, side by side on one fake cluster with NPUs and GPUs:
 
 - ``direct``: vLLM's OpenAI server alone, as the Compose path runs it;
 - ``serve-npu``: recipes/serve_npu.py's app (Ray Serve LLM, the ``npu`` kind);
-- ``serve-cpu``: the same app with the ``cpu`` kind.
+- ``serve-gpu``: the same app with the ``gpu`` kind, on fake GPUs.
 
 Every target gets the same engine settings (the recipe's, adapted to the fake
 tier by :func:`ray_serve_npu.testing.adapter.adapt_llm_config`). Rounds of load
 points alternate between the targets, so that a slow spell of the machine hits
-all of them; the npu kind is read against the cpu kind round by round. CPU
-figures of a tiny random model: ratios, not NPU throughput.
+all of them; the npu kind is read against the gpu kind round by round. Not
+against the ``cpu`` kind: Ray Serve LLM runs that one with vLLM's ``mp``
+executor and every other kind with the Ray executor
+(``get_initialization_kwargs`` in ``ray/llm/_internal/serve/engines/vllm/vllm_models.py``),
+so only the gpu kind differs from the npu kind in the kind alone. CPU figures
+of a tiny random model: ratios, not NPU throughput.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.testing.adapter import adapt_llm_config
-from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.processes import (
     ProcessServer,
     start_process_group,
@@ -39,8 +43,9 @@ from ray_serve_npu.testing.processes import (
     wait_until_ready,
 )
 from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.testing.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
 
-from .compare import DIRECT, SERVE_CPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
+from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
 from .config import SweepConfig
 from .results import PointResult, write_json
 from .runner import run_point
@@ -66,14 +71,24 @@ def recipe_fields(model_dir: Path) -> dict[str, Any]:
     return fields
 
 
-def cpu_kind(fields: dict[str, Any]) -> dict[str, Any]:
-    """The same app with the cpu kind: Ray Serve LLM's CPU placement instead of NPU bundles."""
-    cpu = copy.deepcopy(fields)
-    cpu["accelerator_config"] = {"kind": "cpu"}
-    # The cpu kind rejects an accelerator_type and places CPU bundles itself.
-    cpu.pop("accelerator_type", None)
-    cpu.pop("placement_group_config", None)
-    return cpu
+#: One fake node with as many fake GPUs as NPUs, so that either kind's app fits.
+BENCH_NODE = FakeNode(num_gpus=FakeNode().node_kind.devices_per_node)
+
+
+def gpu_kind(fields: dict[str, Any]) -> dict[str, Any]:
+    """The same app with the gpu kind, on fake GPUs: only the accelerator kind differs.
+
+    Ray Serve LLM runs both kinds with vLLM's Ray executor. The fake platform asks
+    Ray for GPUs in this app's replica and engine workers only.
+    """
+    gpu = copy.deepcopy(fields)
+    gpu["accelerator_config"] = {"kind": "gpu"}
+    # Ray's default placement for the gpu kind: one {"GPU": 1} bundle per worker.
+    # An Ascend accelerator_type would name hardware the gpu kind has not.
+    gpu.pop("accelerator_type", None)
+    gpu.pop("placement_group_config", None)
+    gpu["runtime_env"]["env_vars"][FAKE_DEVICE_ENV_VAR] = GPU_RESOURCE
+    return gpu
 
 
 def direct_argv(fields: dict[str, Any], model_dir: Path, port: int) -> list[str]:
@@ -215,11 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", out)) / "models")
     fields = recipe_fields(model_dir)
     model = fields["model_loading_config"]["model_id"]
-    with fake_npu_cluster() as cluster, contextlib.ExitStack() as servers:
+    with fake_npu_cluster([BENCH_NODE]) as cluster, contextlib.ExitStack() as servers:
         print("starting direct vLLM and the two Serve apps", flush=True)
         urls = {DIRECT: servers.enter_context(direct_vllm(fields, model_dir, out))}
         urls |= servers.enter_context(
-            serve_apps(cluster, {SERVE_NPU: fields, SERVE_CPU: cpu_kind(fields)})
+            serve_apps(cluster, {SERVE_NPU: fields, SERVE_GPU: gpu_kind(fields)})
         )
         print(f"ready after {time.monotonic() - started:.0f} s", flush=True)
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from bench.compare import (
     DIRECT,
-    SERVE_CPU,
+    SERVE_GPU,
     SERVE_NPU,
     Comparison,
     KindComparison,
     ratio_tables,
     straddles_one,
 )
-from bench.fake_tier import cpu_kind, direct_argv, recipe_fields
+from bench.fake_tier import BENCH_NODE, direct_argv, gpu_kind, recipe_fields
 
 
 def comparison(target: str, ttft: list[float], throughput: list[float]) -> Comparison:
@@ -24,20 +24,20 @@ def comparison(target: str, ttft: list[float], throughput: list[float]) -> Compa
 
 
 def test_kinds_are_compared_round_by_round() -> None:
-    cpu = comparison(SERVE_CPU, [100, 200, 100], [1000, 500, 1000])
+    gpu = comparison(SERVE_GPU, [100, 200, 100], [1000, 500, 1000])
     # A slow second round hits both kinds: paired, the ratios stay near 1.
     npu = comparison(SERVE_NPU, [95, 210, 104], [1020, 490, 990])
-    kinds = KindComparison.of(npu, cpu)
+    kinds = KindComparison.of(npu, gpu)
     assert kinds.ttft_ratios == pytest.approx([0.95, 1.05, 1.04])
     assert kinds.within_noise
 
 
 def test_kinds_are_outside_noise_when_every_round_leans_one_way() -> None:
-    cpu = comparison(SERVE_CPU, [100, 200, 100], [1000, 500, 1000])
+    gpu = comparison(SERVE_GPU, [100, 200, 100], [1000, 500, 1000])
     slower_every_round = comparison(SERVE_NPU, [110, 230, 101], [1020, 490, 990])
-    assert not KindComparison.of(slower_every_round, cpu).within_noise
+    assert not KindComparison.of(slower_every_round, gpu).within_noise
     fewer_tokens_every_round = comparison(SERVE_NPU, [95, 210, 104], [990, 490, 990])
-    assert not KindComparison.of(fewer_tokens_every_round, cpu).within_noise
+    assert not KindComparison.of(fewer_tokens_every_round, gpu).within_noise
 
 
 def test_straddles_one() -> None:
@@ -45,15 +45,16 @@ def test_straddles_one() -> None:
     assert not straddles_one([1.01, 1.2]) and not straddles_one([0.7, 0.99])
 
 
-def test_ratio_tables_put_serve_over_direct_and_npu_over_cpu() -> None:
+def test_ratio_tables_put_serve_over_direct_and_npu_over_gpu() -> None:
     tables = ratio_tables(
         [
             comparison(DIRECT, [10, 10, 10], [400, 400, 400]),
             comparison(SERVE_NPU, [30, 30, 30], [200, 200, 200]),
-            comparison(SERVE_CPU, [30, 30, 30], [200, 200, 200]),
+            comparison(SERVE_GPU, [30, 30, 30], [200, 200, 200]),
         ]
     )
     assert "| 8 | 10.0 | 30.0 | 3.00 | 400.0 | 200.0 | 0.50 |" in tables
+    assert "npu kind / gpu kind" in tables
     assert "| 8 | 1.00 (1.00-1.00) | 1.00 (1.00-1.00) | within noise |" in tables
 
 
@@ -62,13 +63,37 @@ def fields() -> dict:
     return recipe_fields(Path("/models/tiny"))
 
 
-def test_the_cpu_kind_changes_only_the_placement(fields: dict) -> None:
-    cpu = cpu_kind(fields)
+def test_the_gpu_kind_changes_the_kind_and_the_fake_device_only(fields: dict) -> None:
+    gpu = gpu_kind(fields)
     assert fields["accelerator_config"] == {"kind": "npu"}
-    assert cpu["accelerator_config"] == {"kind": "cpu"}
-    assert "placement_group_config" not in cpu and "accelerator_type" not in cpu
-    assert cpu["engine_kwargs"] == fields["engine_kwargs"]
-    assert cpu["runtime_env"] == fields["runtime_env"]
+    assert gpu["accelerator_config"] == {"kind": "gpu"}
+    assert "placement_group_config" not in gpu and "accelerator_type" not in gpu
+    assert gpu["engine_kwargs"] == fields["engine_kwargs"]
+    # The fake platform asks Ray for GPUs in this app only; the npu app is untouched.
+    assert gpu["runtime_env"]["env_vars"] == {
+        **fields["runtime_env"]["env_vars"],
+        "RAY_SERVE_NPU_FAKE_DEVICE": "GPU",
+    }
+    assert "RAY_SERVE_NPU_FAKE_DEVICE" not in fields["runtime_env"]["env_vars"]
+
+
+def test_both_kinds_use_rays_executor(fields: dict) -> None:
+    """The reason for the gpu kind: Ray Serve LLM gives the cpu kind vLLM's mp executor."""
+    from ray.serve.llm import LLMConfig
+
+    import ray_serve_npu  # noqa: F401
+
+    def executor(config: dict) -> str:
+        engine = LLMConfig(**config).get_engine_config()
+        return engine.get_initialization_kwargs()["distributed_executor_backend"]
+
+    assert executor(fields) == executor(gpu_kind(fields)) == "ray"
+    cpu = {**gpu_kind(fields), "accelerator_config": {"kind": "cpu"}}
+    assert executor(cpu) == "mp"
+
+
+def test_the_bench_node_has_a_fake_gpu_per_npu() -> None:
+    assert BENCH_NODE.num_gpus == BENCH_NODE.resources["NPU"] == 8
 
 
 def test_direct_vllm_gets_the_apps_engine_settings_as_flags(fields: dict) -> None:
