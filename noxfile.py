@@ -63,7 +63,7 @@ def tests(session: nox.Session, ray: str) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Direct vLLM, Ray Serve LLM with the npu kind and with the cpu kind, side by side.
+    """Direct vLLM, Ray Serve LLM with the npu kind and with the gpu kind, side by side.
 
     On the fake-NPU tier (vLLM's CPU build, a tiny random model): ratios between
     the paths, not NPU figures. Not part of ``nox -s tests``; see docs/benchmarks.md.
