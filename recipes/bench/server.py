@@ -27,8 +27,13 @@ def launched_server(
     parts = urlsplit(config.base_url)
     ensure_port_free(parts.port or 80, parts.hostname or "127.0.0.1")
     server = ProcessServer(base_url=config.base_url, log_file=log_file)
+    # Unbuffered: the server's log reaches the file as it is written, also when
+    # the server is stopped (a SIGTERM'd vLLM may exit without flushing stdout).
     process = start_process_group(
-        config.serve_argv(server_settings), cwd=Path.cwd(), env=dict(os.environ), log_file=log_file
+        config.serve_argv(server_settings),
+        cwd=Path.cwd(),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        log_file=log_file,
     )
     try:
         wait_until_ready(server, process, config.server_ready_timeout_s)

@@ -79,6 +79,8 @@ def test_the_sweep_starts_one_server_per_setting_and_stops_it(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")  # the tiny model needs little
+    # The settings are read from vLLM's INFO line "non-default args: {...}".
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
     port = free_port()
     serve_cmd = (
         f"{sys.executable} -m vllm.entrypoints.openai.api_server --model {tiny_model_dir} "

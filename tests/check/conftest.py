@@ -1,10 +1,15 @@
-import os
-
 import pytest
 from checker_data import DATA
 
-# The checker imports vLLM's argument parser; its INFO lines would drown the output.
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+
+@pytest.fixture(autouse=True)
+def quiet_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker imports vLLM's argument parser; its INFO lines would drown the output.
+
+    Set per test, not for the session: servers that later tests start inherit this
+    process's environment and must log as they normally do.
+    """
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "ERROR")
 
 
 @pytest.fixture
