@@ -1,0 +1,47 @@
+"""The benchmarks page's server command is the Compose service's, less the swept flags.
+
+That block starts DeepSeek-V4-Flash servers on an Ascend node, so the harness
+skips it; this test keeps its copy of the Compose command from drifting.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
+from ray_serve_npu_docs.pages import read_page
+
+ROOT = Path(__file__).parents[2]
+PAGE = ROOT / "docs" / "benchmarks.md"
+COMPOSE = ROOT / "recipes" / "docker-compose.yaml"
+#: The flags the page sweeps with --serve-param, so its command leaves them out.
+SWEPT = {"--max-num-seqs", "--max-num-batched-tokens"}
+MODEL_PATH = "/models/DeepSeek-V4-Flash-w8a8-mtp"
+
+
+def _page_serve_cmd() -> list[str]:
+    """SERVE_CMD as bash sets it in the page's block, split into argv."""
+    (block,) = [
+        "\n".join(text for _, text in fence.body)
+        for fence in read_page(PAGE).fences
+        if fence.language == "bash" and "SERVE_CMD=" in "".join(t for _, t in fence.body)
+    ]
+    setup = block.split("python -m bench.sweep")[0]
+    printed = subprocess.run(
+        ["bash", "-c", f'{setup}\nprintf "%s" "$SERVE_CMD"'],
+        env={"MODEL_PATH": MODEL_PATH, "OPENAI_API_KEY": "key", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return shlex.split(printed)
+
+
+def test_the_page_serves_what_the_compose_file_serves_but_the_swept_flags() -> None:
+    page = VLLMServe.parse(_page_serve_cmd())
+    compose = vllm_serve_service(COMPOSE).command
+
+    assert page.model == compose.model == MODEL_PATH
+    assert list(page) == [option for option in compose if option[0] not in SWEPT]
