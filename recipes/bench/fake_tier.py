@@ -222,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out-dir", type=Path, default=Path("bench-fake-tier"))
     parser.add_argument("--rounds", type=int, default=BenchSettings().rounds)
+    # Which Serve app deploys first changed the npu/gpu ratios more than the kind
+    # did; run both orders to tell the two apart (docs/benchmarks.md).
+    parser.add_argument("--deploy-first", choices=[SERVE_NPU, SERVE_GPU], default=SERVE_NPU)
     args = parser.parse_args(argv)
     settings = BenchSettings(rounds=args.rounds)
     out = args.out_dir.resolve()
@@ -233,16 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     with fake_npu_cluster([BENCH_NODE]) as cluster, contextlib.ExitStack() as servers:
         print("starting direct vLLM and the two Serve apps", flush=True)
         urls = {DIRECT: servers.enter_context(direct_vllm(fields, model_dir, out))}
-        urls |= servers.enter_context(
-            serve_apps(cluster, {SERVE_NPU: fields, SERVE_GPU: gpu_kind(fields)})
-        )
+        apps = {SERVE_NPU: fields, SERVE_GPU: gpu_kind(fields)}
+        if args.deploy_first == SERVE_GPU:
+            apps = dict(reversed(apps.items()))
+        urls |= servers.enter_context(serve_apps(cluster, apps))
         print(f"ready after {time.monotonic() - started:.0f} s", flush=True)
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")
     (out / "comparison.json").write_text(
         "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
     )
-    tables = f"{provenance()}\n\n{ratio_tables(comparisons)}"
+    tables = (
+        f"{provenance()}\nServe apps deployed in this order: {', '.join(apps)}.\n\n"
+        f"{ratio_tables(comparisons)}"
+    )
     (out / "comparison.md").write_text(tables)
     print(tables)
     print(f"plots: {plot_comparison(comparisons, out / 'comparison.png')}")
