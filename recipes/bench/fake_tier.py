@@ -24,7 +24,6 @@ import contextlib
 import copy
 import os
 import runpy
-import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -38,6 +37,7 @@ from ray_serve_npu.testing.adapter import adapt_llm_config
 from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.processes import (
     ProcessServer,
+    free_port,
     start_process_group,
     stop_process_group,
     wait_until_ready,
@@ -51,18 +51,7 @@ from .results import PointResult, write_json
 from .runner import run_point
 
 RECIPE = Path(__file__).parents[1] / "serve_npu.py"
-#: Port 8000 belongs to the pages' servers.
-RESERVED_PORTS = frozenset({8000})
 SERVE_READY_TIMEOUT_S = 600
-
-
-def free_port() -> int:
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        if port not in RESERVED_PORTS:
-            return port
 
 
 def recipe_fields(model_dir: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The sweep against a real server: vLLM's CPU build serving the tiny model."""
+"""The sweep against a real server and a fake model: vLLM's CPU build, tiny random model."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.fake_tier import free_port
 from bench.sweep import main
+
+from ray_serve_npu.testing.processes import free_port
 
 MODEL = "deepseek-v4-flash"
 
@@ -22,7 +23,7 @@ def sweep(base_url: str, tokenizer: Path, out: Path, *extra: str) -> int:
     )  # fmt: skip
 
 
-def test_sweep_measures_every_point_and_writes_json_markdown_and_png(
+def test_tiny_model_sweep_measures_every_point_and_writes_json_markdown_and_png(
     direct_server: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     assert sweep(direct_server, tiny_model_dir, tmp_path, "--concurrency", "1,4") == 0
@@ -44,7 +45,7 @@ def test_sweep_measures_every_point_and_writes_json_markdown_and_png(
     assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_does(
+def test_tiny_model_a_model_the_server_does_not_serve_is_named_with_the_ones_it_does(
     direct_server: str, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
@@ -57,7 +58,7 @@ def test_a_model_the_server_does_not_serve_is_named_with_the_ones_it_does(
     )
 
 
-def test_a_point_the_server_refuses_is_recorded_as_failed_and_the_sweep_goes_on(
+def test_tiny_model_a_point_the_server_refuses_is_recorded_as_failed_and_the_sweep_goes_on(
     direct_server: str, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     # 2000 prompt tokens do not fit the fake tier's 1024-token context; 16 do.
@@ -75,7 +76,7 @@ def test_a_point_the_server_refuses_is_recorded_as_failed_and_the_sweep_goes_on(
     assert refused_row.startswith("| in=2000 out=4 | 2 | - |") and refused_row.endswith("| 4/4 |")
 
 
-def test_the_sweep_starts_one_server_per_setting_and_stops_it(
+def test_tiny_model_the_sweep_starts_one_server_per_setting_and_stops_it(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")  # the tiny model needs little

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ray_serve_npu.testing.harness.plugin import TIER_CHOICE, TierChoice
+from ray_serve_npu.testing.processes import free_port
 
 from .mock_tier import MockTier
 
@@ -25,12 +25,6 @@ SEEDED = Path(__file__).parent / "pages"
 PAGE = "docs/page.md"
 #: The seeded files name the contract's port; each run swaps in a free one.
 PAGE_PORT = "8000"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from ray_serve_npu.testing.cluster import FakeNPUCluster
+from ray_serve_npu.testing.processes import free_port
 from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
@@ -38,21 +38,9 @@ MODEL_ID = "deepseek-v4-flash"
 MAX_NUM_SEQS = 8
 #: Ray Serve LLM names the model's deployment ``LLMServer:<model_id>``.
 LLM_DEPLOYMENT_PREFIX = "LLMServer"
-#: Port 8000 belongs to the pages' servers on this machine.
-RESERVED_PORTS = frozenset({8000})
 #: Tiny-model start-up is about a minute on two cores; leave room for a loaded machine.
 DEPLOY_TIMEOUT_S = 600
 DRIVER_TIMEOUT_S = 120
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 that is not one the pages use."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        if port not in RESERVED_PORTS:
-            return port
 
 
 class DriverFailed(Exception):

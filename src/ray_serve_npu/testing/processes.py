@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STOP_TIMEOUT_S = 60
+#: The port every page's server uses; tests and the bench keep off it, so that a
+#: page's server never meets another one there.
+PAGES_PORT = 8000
 _POLL_S = 2.0
 
 
@@ -40,6 +43,16 @@ def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
                 f"port {port} on {host} is already taken by another server; stop it, so that "
                 "the clients reach the server this page starts"
             )
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 other than :data:`PAGES_PORT`."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port != PAGES_PORT:
+            return port
 
 
 def start_process_group(
