@@ -44,6 +44,7 @@ from ray_serve_npu.testing.processes import (
 )
 from ray_serve_npu.testing.tiny_model import make_tiny_model
 from ray_serve_npu.testing.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
+from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
 from .config import SweepConfig
@@ -86,13 +87,7 @@ def direct_argv(fields: dict[str, Any], model_dir: Path, port: int) -> list[str]
     argv += ["--served-model-name", fields["model_loading_config"]["model_id"]]
     argv += ["--host", "127.0.0.1", "--port", str(port)]
     for key, value in fields["engine_kwargs"].items():
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif value is False:
-            argv.append("--no-" + key.replace("_", "-"))
-        else:
-            argv += [flag, str(value)]
+        argv += engine_kwarg_argv(key, value)
     return argv
 
 

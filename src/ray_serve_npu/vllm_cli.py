@@ -54,6 +54,21 @@ class VLLMServe:
         return iter(self.options)
 
 
+def engine_flag(key: str) -> str:
+    """vLLM's flag for an engine keyword: ``max_model_len`` -> ``--max-model-len``."""
+    return "--" + key.replace("_", "-")
+
+
+def engine_kwarg_argv(key: str, value: Any) -> list[str]:
+    """The ``vllm serve`` words for one engine keyword: a switch, its ``--no-`` form, or a value."""
+    flag = engine_flag(key)
+    if value is True:
+        return [flag]
+    if value is False:
+        return ["--no-" + flag.removeprefix("--")]
+    return [flag, str(value)]
+
+
 #: Compose's variable forms: ``$$``, ``$NAME``, ``${NAME}``, ``${NAME<op>word}``
 #: with op one of ``:-``, ``-``, ``:?``, ``?`` (docs.docker.com, "Interpolation").
 #: Any other ``$`` matches ``other``.

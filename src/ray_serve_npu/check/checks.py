@@ -11,7 +11,7 @@ from typing import Any
 
 from ray_serve_npu import hardware
 from ray_serve_npu.check.findings import Finding, Severity
-from ray_serve_npu.check.model import Deployment, ParsedFile, Setting
+from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
 
@@ -470,9 +470,9 @@ def check_open_endpoint(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
         if dep.http_server_line is None:
             continue
         host = dep.engine.get("host")
-        keyed = "api_key" in dep.engine or bool(
-            dep.env.get(rule.params["key_env"], Setting(value="", line=0)).value
-        )
+        keyed = lookup(dep, "engine.api_key") is not _MISSING or lookup(
+            dep, f"env.{rule.params['key_env']}"
+        ) not in (_MISSING, "")
         if keyed or (host is not None and str(host.value) in loopback):
             continue
         where = f"--host {host.value}" if host else "no --host (all interfaces)"

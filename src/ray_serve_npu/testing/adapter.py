@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
-from ray_serve_npu.vllm_cli import VLLMServe
+from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")
 
@@ -230,8 +230,8 @@ def adapt_vllm_serve(command: VLLMServe, model_dir: Path) -> tuple[list[str], li
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
-        flag = "--" + key.replace("_", "-")
-        argv += [flag] if value is True else [flag, str(value)]
+        flag = engine_flag(key)
+        argv += engine_kwarg_argv(key, value)
         changes.append(
             Change(key=f"vllm serve {flag}", before=command.get(flag, ABSENT), after=value, why=why)
         )

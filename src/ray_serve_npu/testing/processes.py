@@ -81,9 +81,9 @@ def wait_until_ready(
             # The app answers; it wants the API key that the page's clients send.
             if error.code == 401:
                 return
-            time.sleep(_POLL_S)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(_POLL_S)
+            pass
+        time.sleep(_POLL_S)
     raise RuntimeError(
         f"{server.base_url}/v1/models did not answer in {timeout_s} s:\n{server.logs()[-8000:]}"
     )
