@@ -6,7 +6,8 @@ Each ``_patch_*`` function takes one Ray module, right after it is imported
 idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds,
 except in the OpenAI ingress, for every kind: the 404 for an unknown model also
 names the served models, an API key can be required, and a stream whose replica
-fails ends in an error event (:mod:`ray_serve_npu.ingress`).
+fails ends in an error event (:mod:`ray_serve_npu.ingress`,
+:mod:`ray_serve_npu.streams`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field
 
 import ray_serve_npu_autoload
 from ray_serve_npu import accelerators as npu
-from ray_serve_npu import ingress
+from ray_serve_npu import ingress, streams
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ def _patch_llm_server(module: ModuleType) -> None:
 
 
 def _patch_ingress(module: ModuleType) -> None:
-    """Name the served models in the 404 for an unknown model; add :mod:`ray_serve_npu.ingress`.
+    """Name the served models in the 404 for an unknown model; add the API key and stream guard.
 
     Ray's 404 names only the model asked for (``OpenAiIngress._get_model_id``); the
     commonest mistake on these recipes is a client ``model`` that differs from the
@@ -217,7 +218,7 @@ def _patch_ingress(module: ModuleType) -> None:
 
     # `_process_llm_request` and `make_fastapi_ingress` look both names up in the
     # module at call time.
-    module._openai_json_wrapper = ingress.ending_streams_in_errors(module._openai_json_wrapper)
+    module._openai_json_wrapper = streams.ending_streams_in_errors(module._openai_json_wrapper)
     ray_init = module.init
 
     @functools.wraps(ray_init)

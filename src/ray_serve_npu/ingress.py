@@ -1,15 +1,9 @@
-"""Additions to Ray Serve LLM's OpenAI ingress: an API key, and streams that end in errors.
+"""An API key on Ray Serve LLM's OpenAI ingress.
 
-Both are wired in by ``ray_serve_npu._patch`` and apply to every kind, not just npu.
-
-- Ray Serve LLM 2.56 to 2.60 has no API key on its OpenAI endpoint. Set
-  :data:`API_KEY_ENV_VAR` where the app is built and every request must carry
-  ``Authorization: Bearer <key>``, as ``vllm serve --api-key`` requires.
-- When the replica streaming an answer dies, Ray's ingress ends the response
-  without a word: HTTP 200 was already sent, and the stream stops with neither
-  ``data: [DONE]`` nor a ``finish_reason``. OpenAI clients take that for a
-  complete answer. The plugin ends such a stream with an error event, as vLLM
-  does when its engine dies, so that clients raise.
+Wired in by ``ray_serve_npu._patch``; it applies to every kind, not just npu.
+Ray Serve LLM 2.56 to 2.60 has no API key on its OpenAI endpoint. Set
+:data:`API_KEY_ENV_VAR` where the app is built and every request must carry
+``Authorization: Bearer <key>``, as ``vllm serve --api-key`` requires.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ import hmac
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -53,7 +47,7 @@ def api_key_from_env() -> str | None:
     return key
 
 
-def _openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
+def openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
     """The error object OpenAI clients parse (``{"error": {...}}``)."""
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
@@ -83,7 +77,7 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         body = json.dumps(
-            _openai_error(
+            openai_error(
                 "Missing or wrong API key. Fix: send the header `Authorization: Bearer "
                 f"<key>` with the key the server was started with ({API_KEY_ENV_VAR}).",
                 "authentication_error",
@@ -114,38 +108,3 @@ def require_api_key(app: Any) -> None:
     key = api_key_from_env()
     if key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=key)
-
-
-def stream_error_event(error: BaseException) -> str:
-    """The server-sent event that ends a stream whose replica failed."""
-    message = (
-        f"The replica serving this request failed mid-stream ({type(error).__name__}: "
-        f"{error}). The answer is incomplete; Ray Serve restarts failed replicas. "
-        "Fix: retry the request."
-    )
-    return f"data: {json.dumps(_openai_error(message, 'ServiceUnavailableError', 503))}\n\n"
-
-
-def ending_streams_in_errors(
-    ray_wrapper: Callable[[AsyncIterator[Any]], AsyncIterator[str]],
-) -> Callable[[AsyncIterator[Any]], AsyncIterator[str]]:
-    """Wrap Ray's stream formatter so that a stream cut by an exception ends in an error event.
-
-    ``ray_wrapper`` is ``_openai_json_wrapper``, which turns the replica's chunks
-    into server-sent events and adds ``data: [DONE]``. An exception from the
-    replica, such as ``ActorDiedError``, escapes it after HTTP 200; this wrapper
-    sends :func:`stream_error_event` and ``data: [DONE]`` instead.
-    A cancelled stream (the client left) is not an ``Exception`` and passes.
-    """
-
-    async def stream(generator: AsyncIterator[Any]) -> AsyncIterator[str]:
-        try:
-            async for packet in ray_wrapper(generator):
-                yield packet
-        except Exception as error:
-            logger.warning("A stream ended early: %s: %s", type(error).__name__, error)
-            yield stream_error_event(error)
-            yield "data: [DONE]\n\n"
-
-    stream.__wrapped__ = ray_wrapper  # type: ignore[attr-defined]
-    return stream
