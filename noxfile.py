@@ -125,7 +125,7 @@ def docs_po(session: nox.Session) -> None:
     for language in EDITIONS:
         if language != "en":
             session.run(
-                "sphinx-intl", "update", "-p", str(pot), "-l", language, "-d", "docs/locale"
+                "sphinx-intl", "update", "-w", "-1", "-p", str(pot), "-l", language, "-d", "docs/locale"
             )
 
 
