@@ -124,9 +124,9 @@ def docs_po(session: nox.Session) -> None:
     session.run("sphinx-build", "-q", "-b", "gettext", "docs", str(pot), env=TEST_ENV)
     for language in EDITIONS:
         if language != "en":
-            session.run(
-                "sphinx-intl", "update", "-w", "-1", "-p", str(pot), "-l", language, "-d", "docs/locale"
-            )
+            # -w -1: the catalogues keep one line per message, as they are kept.
+            update = ["sphinx-intl", "update", "-w", "-1", "-p", str(pot), "-l", language]
+            session.run(*update, "-d", "docs/locale")
 
 
 @nox.session
