@@ -1,55 +1,151 @@
-"""Streams that end in an error event when the replica serving them fails.
+"""Streams that end in a stable error event when the replica or the engine serving them fails.
 
 Wired in by ``ray_serve_npu._patch``; it applies to every kind, not just npu.
 When the replica streaming an answer dies, Ray's ingress ends the response
 without a word: HTTP 200 was already sent, and the stream stops with neither
 ``data: [DONE]`` nor a ``finish_reason``. OpenAI clients take that for a
-complete answer. The plugin ends such a stream with an error event, as vLLM
-does when its engine dies, so that clients raise.
+complete answer. The plugin ends such a stream with an error event, so that
+clients raise, and tells the two faults apart:
+
+- :data:`REPLICA_LOST`: the replica actor died or is unreachable (Ray's
+  ``RayActorError``, whose subclasses are ``ActorDiedError`` and
+  ``ActorUnavailableError``).
+- :data:`ENGINE_FAILED`: any other exception, and the error event with a 5xx
+  code that vLLM sends when its engine dies.
+
+The event carries a fixed message and the request id, never the exception's
+text (which names nodes, processes and actors). The server log has the full
+exception beside the same request id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
+
+from ray.exceptions import RayActorError
+from ray.serve import context as serve_context
 
 from ray_serve_npu.ingress import openai_error
 
 logger = logging.getLogger(__name__)
 
 
-def stream_error_event(error: BaseException) -> str:
-    """The server-sent event that ends a stream whose replica failed."""
-    message = (
-        f"The replica serving this request failed mid-stream ({type(error).__name__}: "
-        f"{error}). The answer is incomplete; Ray Serve restarts failed replicas. "
-        "Fix: retry the request."
-    )
-    return f"data: {json.dumps(openai_error(message, 'ServiceUnavailableError', 503))}\n\n"
+@dataclass(frozen=True)
+class StreamFault:
+    """A kind of failure that cuts a stream, as the client learns of it."""
+
+    #: The error object's ``type``; the OpenAI Python client's ``APIError.type``.
+    error_type: str
+    #: The error object's ``code`` (an HTTP status, as vLLM's error events carry).
+    code: int
+    #: The message, with ``{request_id}`` to fill in.
+    message: str
+
+    def event(self, request_id: str) -> str:
+        """The server-sent event that ends the stream of request ``request_id``."""
+        error = openai_error(self.message.format(request_id=request_id), self.error_type, self.code)
+        return f"data: {json.dumps(error)}\n\n"
+
+
+#: The replica actor died or is unreachable. Serve starts a new one, so a retry is served.
+REPLICA_LOST = StreamFault(
+    error_type="ServiceUnavailableError",
+    code=503,
+    message=(
+        "The replica serving this request was lost before the answer was complete "
+        "(request id {request_id}). Ray Serve starts a new replica. Fix: retry the request."
+    ),
+)
+#: The engine failed, or something else broke the stream. The cause is in the server log.
+ENGINE_FAILED = StreamFault(
+    error_type="InternalServerError",
+    code=500,
+    message=(
+        "The engine failed before the answer was complete (request id {request_id}). "
+        "Ray Serve replaces a replica whose engine died. Fix: retry the request; if it "
+        "fails again, look the request id up in the Serve logs for the cause."
+    ),
+)
+
+_DONE = "data: [DONE]\n\n"
+
+
+def request_id() -> str:
+    """Serve's id of the request being handled, which Serve returns as ``X-Request-ID``.
+
+    Outside a Serve request (no id in ``ray.serve.context``), a new random id.
+    """
+    return serve_context._get_serve_request_context().request_id or uuid.uuid4().hex
+
+
+def fault_of(error: Exception) -> StreamFault:
+    """Which fault an exception that cut a stream is."""
+    return REPLICA_LOST if isinstance(error, RayActorError) else ENGINE_FAILED
+
+
+def _server_error(packet: str) -> tuple[str, dict[str, Any]] | None:
+    """Find the first error event with a 5xx code in ``packet`` (one or more events).
+
+    Returns the events before it and its error object; None if there is none.
+    """
+    events = packet.split("\n\n")
+    for index, event in enumerate(events):
+        data = event.removeprefix("data: ")
+        if not data.startswith("{") or '"error"' not in data:
+            continue
+        try:
+            error = json.loads(data).get("error")
+        except ValueError:
+            continue
+        if isinstance(error, dict) and isinstance(error.get("code"), int) and error["code"] >= 500:
+            return "".join(f"{before}\n\n" for before in events[:index]), error
+    return None
 
 
 def ending_streams_in_errors(
     ray_wrapper: Callable[[AsyncIterator[Any]], AsyncIterator[str]],
 ) -> Callable[[AsyncIterator[Any]], AsyncIterator[str]]:
-    """Wrap Ray's stream formatter so that a stream cut by an exception ends in an error event.
+    """Wrap Ray's stream formatter so that a failed stream ends in a :class:`StreamFault` event.
 
     ``ray_wrapper`` is ``_openai_json_wrapper``, which turns the replica's chunks
     into server-sent events and adds ``data: [DONE]``. An exception from the
-    replica, such as ``ActorDiedError``, escapes it after HTTP 200; this wrapper
-    sends :func:`stream_error_event` and ``data: [DONE]`` instead.
+    replica, such as ``ActorDiedError``, escapes it after HTTP 200; an engine that
+    dies sends its own error event. Either way this wrapper sends the fault's
+    event and ``data: [DONE]``, and logs the cause with the request id.
     A cancelled stream (the client left) is not an ``Exception`` and passes.
     """
 
     async def stream(generator: AsyncIterator[Any]) -> AsyncIterator[str]:
         try:
-            async for packet in ray_wrapper(generator):
-                yield packet
+            async with contextlib.aclosing(ray_wrapper(generator)) as packets:
+                async for packet in packets:
+                    # A cheap test first: most packets are chunks without an error.
+                    cut = _server_error(packet) if '"error"' in packet else None
+                    if cut is None:
+                        yield packet
+                        continue
+                    before, error = cut
+                    rid = request_id()
+                    logger.error("Stream of request %s cut by the engine: %s", rid, error)
+                    yield before + ENGINE_FAILED.event(rid) + _DONE
+                    return
         except Exception as error:
-            logger.warning("A stream ended early: %s: %s", type(error).__name__, error)
-            yield stream_error_event(error)
-            yield "data: [DONE]\n\n"
+            fault = fault_of(error)
+            rid = request_id()
+            logger.error(
+                "Stream of request %s cut (%s): %s",
+                rid,
+                fault.error_type,
+                type(error).__name__,
+                exc_info=error,
+            )
+            yield fault.event(rid) + _DONE
 
     stream.__wrapped__ = ray_wrapper  # type: ignore[attr-defined]
     return stream

@@ -1,30 +1,162 @@
 """The stream guard the plugin adds to Ray Serve LLM's OpenAI ingress.
 
-It runs on Ray's own ingress module, patched: no Ray cluster, no engine.
+The streams go through Ray's own ingress formatter, patched, to the OpenAI
+Python client over httpx's ASGI transport: no Ray cluster, no engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 
+import httpx
+import openai
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
+from ray.core.generated.common_pb2 import ActorDiedErrorContext
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
 from ray.llm._internal.serve.core.ingress import utils as ray_ingress_utils
+from ray.serve import context as serve_context
+
+from ray_serve_npu import streams
+
+#: What the exceptions below carry and no client may see.
+NODE_IP = "10.1.2.3"
+PID = "4242"
+ACTOR_ID = "ab" * 16
+REQUEST_ID = "req-7f3a"
+
+#: What a replica that died mid-stream raises in the ingress (Ray builds it from the GCS's context).
+REPLICA_DIED = ActorDiedError(
+    ActorDiedErrorContext(
+        class_name="ServeReplica:default:LLMServer:m",
+        actor_id=bytes.fromhex(ACTOR_ID),
+        pid=int(PID),
+        node_ip_address=NODE_IP,
+        error_message="The actor is dead because its worker process has died.",
+    )
+)
+REPLICA_UNREACHABLE = ActorUnavailableError(
+    f"node {NODE_IP} is unreachable", bytes.fromhex(ACTOR_ID)
+)
+ENGINE_CRASH = RuntimeError(f"engine worker pid {PID} on {NODE_IP} exited with SIGKILL")
+#: The event vLLM sends when its engine dies (vllm/v1/engine/exceptions.py, EngineDeadError).
+VLLM_ENGINE_DEAD_EVENT = "data: " + json.dumps(
+    {
+        "error": {
+            "message": "EngineCore encountered an issue. See stack trace (above) for the root "
+            "cause.",
+            "type": "InternalServerError",
+            "param": None,
+            "code": 500,
+        }
+    }
+)
 
 
-async def _chunks(fail_after: int | None) -> AsyncIterator[str]:
-    for index in range(3):
-        if index == fail_after:
-            raise RuntimeError("replica died")
-        yield f'data: {{"chunk": {index}}}\n\n'
+def _chunk(content: str) -> str:
+    chunk = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n"
 
 
-def _collect(fail_after: int | None) -> list[str]:
-    async def collect() -> list[str]:
-        return [packet async for packet in ray_ingress._openai_json_wrapper(_chunks(fail_after))]
+Replica = Callable[[], AsyncIterator[str]]
 
-    return asyncio.run(collect())
+
+def _replica(ending: BaseException | str | None) -> Replica:
+    """A replica's stream: two chunks, then ``ending`` (raised, or sent as an event)."""
+
+    async def chunks() -> AsyncIterator[str]:
+        yield _chunk("Hel")
+        yield _chunk("lo")
+        if isinstance(ending, BaseException):
+            raise ending
+        if ending is not None:
+            yield f"{ending}\n\n"
+            yield "data: [DONE]\n\n"
+
+    return chunks
+
+
+def _ingress(replica: Replica) -> FastAPI:
+    """An app whose streaming route answers as Ray's ingress does, in a Serve request context."""
+    app = FastAPI()
+
+    @app.middleware("http")
+    async def serve_request_context(request, call_next):  # type: ignore[no-untyped-def]
+        # Serve's replica sets the context from X-Request-ID before it calls the app.
+        serve_context._serve_request_context.set(
+            serve_context._RequestContext(request_id=request.headers.get("x-request-id", ""))
+        )
+        return await call_next(request)
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> StreamingResponse:
+        return StreamingResponse(
+            ray_ingress._openai_json_wrapper(replica()), media_type="text/event-stream"
+        )
+
+    return app
+
+
+def _client_sees(
+    replica: Replica, request_id: str | None = REQUEST_ID
+) -> tuple[list[str], openai.APIError | None]:
+    """Stream a chat answer with the OpenAI client; return the text it got and what it raised."""
+
+    async def stream() -> tuple[list[str], openai.APIError | None]:
+        transport = httpx.ASGITransport(app=_ingress(replica))
+        headers = {"X-Request-ID": request_id} if request_id else None
+        texts: list[str] = []
+        async with httpx.AsyncClient(transport=transport) as http_client:
+            client = openai.AsyncOpenAI(
+                base_url="http://ingress/v1", api_key="k", http_client=http_client, max_retries=0
+            )
+            try:
+                chunks = await client.chat.completions.create(
+                    model="m",
+                    messages=[{"role": "user", "content": "Hi"}],
+                    stream=True,
+                    extra_headers=headers,
+                )
+                async for chunk in chunks:
+                    texts.append(chunk.choices[0].delta.content or "")
+            except openai.APIError as error:
+                return texts, error
+        return texts, None
+
+    return asyncio.run(stream())
+
+
+def _raised(replica: Replica, request_id: str | None = REQUEST_ID) -> openai.APIError:
+    """What the OpenAI client raised, after the two chunks the replica sent first."""
+    texts, error = _client_sees(replica, request_id)
+    assert texts == ["Hel", "lo"]
+    assert error is not None, "the client raised nothing"
+    return error
+
+
+def _assert_fault(error: openai.APIError, fault: streams.StreamFault, request_id: str) -> None:
+    """The client raised ``fault``'s APIError (the client turns the code into a string)."""
+    assert type(error) is openai.APIError
+    assert (error.body["code"], str(error.code)) == (fault.code, str(fault.code))
+    assert error.type == fault.error_type
+    assert error.message == fault.message.format(request_id=request_id)
+
+
+def _assert_no_internals(error: openai.APIError) -> None:
+    seen = json.dumps(error.body) + error.message
+    for internal in (NODE_IP, PID, ACTOR_ID, "Traceback", "EngineCore", "SIGKILL"):
+        assert internal not in seen, (internal, seen)
 
 
 def test_the_ingress_formats_streams_through_the_guard() -> None:
@@ -32,20 +164,65 @@ def test_the_ingress_formats_streams_through_the_guard() -> None:
 
 
 def test_a_complete_stream_is_what_ray_sends() -> None:
-    async def ray_packets() -> list[str]:
-        wrapper = ray_ingress_utils._openai_json_wrapper
-        return [packet async for packet in wrapper(_chunks(None))]
+    async def packets(wrapper: Callable[[AsyncIterator[str]], AsyncIterator[str]]) -> list[str]:
+        return [packet async for packet in wrapper(_replica(None)())]
 
-    assert _collect(None) == asyncio.run(ray_packets())
-    assert _collect(None)[-1] == "data: [DONE]\n\n"
+    ours = asyncio.run(packets(ray_ingress._openai_json_wrapper))
+    assert ours == asyncio.run(packets(ray_ingress_utils._openai_json_wrapper))
+    assert ours[-1] == "data: [DONE]\n\n"
+    assert _client_sees(_replica(None)) == (["Hel", "lo"], None)
 
 
-def test_a_stream_cut_by_a_replica_failure_ends_in_an_error_event_then_done() -> None:
-    packets = _collect(fail_after=2)
+@pytest.mark.parametrize("lost", [REPLICA_DIED, REPLICA_UNREACHABLE], ids=type)
+def test_a_lost_replica_makes_the_client_raise_a_stable_503_without_internals(
+    lost: RayActorError, caplog: pytest.LogCaptureFixture
+) -> None:
+    error = _raised(_replica(lost))
 
-    assert packets[:2] == ['data: {"chunk": 0}\n\n', 'data: {"chunk": 1}\n\n']
-    assert packets[-1] == "data: [DONE]\n\n"
-    error = json.loads(packets[2].removeprefix("data: "))["error"]
-    assert error["code"] == 503
-    assert "RuntimeError: replica died" in error["message"]
-    assert "Fix: retry the request." in error["message"]
+    _assert_fault(error, streams.REPLICA_LOST, REQUEST_ID)
+    assert (error.body["code"], error.type) == (503, "ServiceUnavailableError")
+    assert "Fix: retry the request." in error.message
+    _assert_no_internals(error)
+    # The server log has the whole exception beside the same request id.
+    (record,) = [r for r in caplog.records if r.name == streams.__name__]
+    assert record.levelno == logging.ERROR
+    assert REQUEST_ID in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[1] is lost
+    assert NODE_IP in caplog.text
+
+
+def test_an_engine_exception_makes_the_client_raise_a_stable_500_apart_from_replica_loss(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    error = _raised(_replica(ENGINE_CRASH))
+
+    _assert_fault(error, streams.ENGINE_FAILED, REQUEST_ID)
+    assert (error.body["code"], error.type) == (500, "InternalServerError")
+    assert error.message != streams.REPLICA_LOST.message.format(request_id=REQUEST_ID)
+    _assert_no_internals(error)
+    assert REQUEST_ID in caplog.text and str(ENGINE_CRASH) in caplog.text
+
+
+def test_vllms_engine_dead_event_becomes_the_stable_500(caplog: pytest.LogCaptureFixture) -> None:
+    error = _raised(_replica(VLLM_ENGINE_DEAD_EVENT))
+
+    _assert_fault(error, streams.ENGINE_FAILED, REQUEST_ID)
+    _assert_no_internals(error)
+    assert REQUEST_ID in caplog.text and "EngineCore encountered an issue" in caplog.text
+
+
+def test_a_client_error_event_passes_unchanged() -> None:
+    error = {"message": "bad logprobs", "type": "BadRequestError", "param": None, "code": 400}
+
+    assert _raised(_replica(f"data: {json.dumps({'error': error})}")).body == error
+
+
+def test_outside_a_serve_request_the_client_and_the_log_share_a_new_request_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    error = _raised(_replica(REPLICA_DIED), request_id=None)
+
+    request_id = error.message.split("(request id ", 1)[1].split(")", 1)[0]
+    _assert_fault(error, streams.REPLICA_LOST, request_id)
+    assert len(request_id) == 32
+    assert request_id in caplog.text
