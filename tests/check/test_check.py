@@ -23,6 +23,12 @@ GUIDE_FINDINGS = {
     ("graph-capture-size-unreachable", 144),
     # No --host (every interface), host networking, no key: the `vllm serve` line.
     ("endpoint-without-api-key", 78),
+    # Writable mounts of what the engine only reads: the weights (/models holds the model
+    # the command serves from /workspace), the driver, DCMI and npu-smi. Not /root/.cache.
+    ("writable-host-mount", 66),
+    ("writable-host-mount", 68),
+    ("writable-host-mount", 70),
+    ("writable-host-mount", 72),
 }
 
 
@@ -344,3 +350,109 @@ def test_every_recipe_is_clean(recipe: Path | None) -> None:
     if recipe is None:
         pytest.skip("no recipes/ or examples/ in the tree yet")
     assert check_paths([recipe]) == []
+
+
+GUIDE_MOUNTS = (
+    ("- /models:/workspace\n", "- /models:/workspace:ro\n"),
+    (
+        "- /usr/local/Ascend/driver:/usr/local/Ascend/driver\n",
+        "- /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro\n",
+    ),
+    ("- /usr/local/dcmi:/usr/local/dcmi\n", "- /usr/local/dcmi:/usr/local/dcmi:ro\n"),
+    (
+        "- /usr/local/bin/npu-smi:/usr/local/bin/npu-smi\n",
+        "- /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro\n",
+    ),
+)
+
+
+def test_writable_mounts_name_what_the_engine_only_reads() -> None:
+    found = {f.line: f for f in check_file(GUIDE) if f.rule_id == "writable-host-mount"}
+    assert found[66].message.startswith(
+        "/workspace is mounted writable, and the engine only reads "
+        "/workspace/DeepSeek-V4-Flash-w8a8-mtp"
+    )
+    assert found[68].message.startswith(
+        "/usr/local/Ascend/driver is mounted writable, and the engine only reads "
+        "/usr/local/Ascend/driver"
+    )
+    assert all(":ro" in f.fix and f.severity is Severity.WARNING for f in found.values())
+
+
+def test_read_only_mounts_are_clean(tmp_path, guide_text) -> None:
+    for old, new in GUIDE_MOUNTS:
+        assert old in guide_text, old
+        guide_text = guide_text.replace(old, new)
+    path = tmp_path / "compose.yaml"
+    path.write_text(guide_text)
+    assert "writable-host-mount" not in {f.rule_id for f in check_file(path)}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Compose's long syntax.
+        (
+            "- /usr/local/dcmi:/usr/local/dcmi\n",
+            "- {type: bind, source: /usr/local/dcmi, target: /usr/local/dcmi, read_only: true}\n",
+        ),
+        # A read-only mount of the weights inside the writable /workspace mount.
+        (
+            "- /models:/workspace\n",
+            "- /models:/workspace\n"
+            "      - /models/DeepSeek-V4-Flash-w8a8-mtp:/workspace/DeepSeek-V4-Flash-w8a8-mtp:ro\n",
+        ),
+    ],
+    ids=["long-syntax-read-only", "weights-mounted-read-only-below"],
+)
+def test_one_read_only_mount_clears_its_line(tmp_path, guide_text, old, new) -> None:
+    line = guide_text[: guide_text.index(old)].count("\n") + 1
+    found = ids(check_file(variant(tmp_path, guide_text, old, new)))
+    assert ("writable-host-mount", line) not in found
+    assert len({n for rule, n in found if rule == "writable-host-mount"}) == 3
+
+
+API_KEY_PAGE = """# Serve with a key
+
+```bash
+export VLLM_API_KEY
+vllm serve /models/Qwen3-8B --host 127.0.0.1 --api-key {key}
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("sk-123", True),
+        ("'my key'", True),
+        ('"$VLLM_API_KEY"', False),
+        ("${VLLM_API_KEY}", False),
+    ],
+)
+def test_literal_api_key_on_a_command_line(tmp_path, key, secret) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(API_KEY_PAGE.format(key=key))
+    found = [f for f in check_file(page) if f.rule_id == "secret-in-file"]
+    assert [(f.line, f.message.split(":")[0]) for f in found] == (
+        [(5, "`--api-key` holds a literal value")] if secret else []
+    )
+
+
+def test_literal_api_key_in_compose(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path, guide_text, "      - --port", "      - --api-key=sk-123\n      - --port"
+    )
+    (finding,) = [f for f in check_file(path) if f.rule_id == "secret-in-file"]
+    assert finding.line == guide_text[: guide_text.index("      - --port")].count("\n") + 1
+    assert "VLLM_API_KEY" in finding.fix
+
+
+def test_setting_names_that_only_contain_token_are_not_secrets(tmp_path, guide_text) -> None:
+    path = variant(
+        tmp_path,
+        guide_text,
+        'PYTHONHASHSEED: "0"',
+        'PYTHONHASHSEED: "0"\n      TOKENIZERS_PARALLELISM: "false"',
+    )
+    assert "secret-in-file" not in {f.rule_id for f in check_file(path)}

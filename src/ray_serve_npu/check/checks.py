@@ -14,6 +14,7 @@ from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
+from ray_serve_npu.vllm_cli import engine_flag
 
 Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
 _MISSING = object()
@@ -486,15 +487,59 @@ def check_secrets(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Findin
     value_patterns = [re.compile(p) for p in rule.params["value_patterns"]]
     lines: dict[int, str] = {}
     for dep in parsed.deployments:
-        for name, setting in dep.env.items():
-            value = str(setting.value)
+        # Environment variables, and engine settings (`--api-key`) by their flag.
+        named = [(name, name, setting) for name, setting in dep.env.items()] + [
+            (key, f"`{engine_flag(key)}`", setting) for key, setting in dep.engine.items()
+        ]
+        for key, shown, setting in named:
+            values = setting.value if isinstance(setting.value, list) else [setting.value]
             # `${VAR}` / `$VAR` reads the secret from the environment: that is the fix.
-            if name_pattern.search(name) and value and not value.startswith("$"):
-                lines[setting.line] = f"{name} holds a literal value"
+            if name_pattern.search(key) and any(
+                isinstance(v, str) and v and not v.startswith("$") for v in values
+            ):
+                lines[setting.line] = f"{shown} holds a literal value"
     for number, text in enumerate(parsed.lines, start=1):
         if any(p.search(text) for p in value_patterns):
             lines.setdefault(number, "a token-shaped literal")
     return [_finding(rule, parsed, n, f"{why}: " + rule.what) for n, why in sorted(lines.items())]
+
+
+def _within(path: str, root: str) -> bool:
+    path, root = path.rstrip("/"), root.rstrip("/")
+    return path == root or path.startswith(root + "/")
+
+
+def check_writable_host_mount(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    read_only: list[str] = rule.params["read_only_paths"]
+    findings = []
+    for dep in parsed.deployments:
+        model = str(dep.model.value) if dep.model else ""
+        # The weights are in the mount whose target is the longest prefix of the model's path.
+        holders = [m for m in dep.mounts if model.startswith("/") and _within(model, m.target)]
+        weights = max(holders, key=lambda m: len(m.target), default=None)
+        for mount in dep.mounts:
+            if mount.read_only:
+                continue
+            root = next(
+                (p for p in read_only if _within(mount.source, p) or _within(mount.target, p)),
+                None,
+            )
+            if root is not None:
+                why = f"{mount.target} is mounted writable, and the engine only reads {root}"
+            elif mount is weights:
+                why = f"{mount.target} is mounted writable, and the engine only reads {model}"
+            else:
+                continue
+            findings.append(_finding(rule, dep, mount.line, f"{why}: " + rule.what))
+    return findings
+
+
+def check_unread_values(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    return [
+        _finding(rule, dep, setting.line, f"{setting.value}: " + rule.what)
+        for dep in parsed.deployments
+        for setting in dep.unread
+    ]
 
 
 CHECKS: dict[str, Check] = {
@@ -515,4 +560,6 @@ CHECKS: dict[str, Check] = {
     "ray_bind_all": check_ray_bind_all,
     "open_endpoint": check_open_endpoint,
     "secrets": check_secrets,
+    "writable_host_mount": check_writable_host_mount,
+    "unread_values": check_unread_values,
 }

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
 
 from ray_serve_npu.check.findings import Severity
 
@@ -28,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rule file to use (default: the release the image tag names, "
         "else the newest rule file)",
     )
+    parser.add_argument(
+        "--execute-recipes",
+        action="store_true",
+        help="run each Python recipe's module-level code to read its LLMConfigs, instead of "
+        "reading them from the source; only for recipes you trust",
+    )
     return parser
 
 
@@ -40,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     # vLLM logs at import; findings are what the user asked for.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     from ray_serve_npu.check import RecipeError, check_paths
+    from ray_serve_npu.check.recipe import PROBE_ENV, executing_recipes
     from ray_serve_npu.check.rules import load_rules
     from ray_serve_npu.check.vllm_args import vllm_version
 
@@ -47,10 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"ray-serve-npu check: FILE: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.execute_recipes:
+        print(
+            "ray-serve-npu check: warning: --execute-recipes runs the module-level code of every "
+            "recipe that builds an LLMConfig, with your user's rights; the recipe sees only "
+            f"{', '.join(PROBE_ENV)} of your environment. Use it only on recipes you trust.",
+            file=sys.stderr,
+        )
     try:
         if args.release:
             load_rules(args.release)
-        findings = check_paths(args.paths, release=args.release)
+        with executing_recipes() if args.execute_recipes else nullcontext():
+            findings = check_paths(args.paths, release=args.release)
     except (FileNotFoundError, RecipeError, ValueError) as error:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2

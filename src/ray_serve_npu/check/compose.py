@@ -7,6 +7,7 @@ from typing import Any
 
 from ray_serve_npu.check.cmdline import device_index, serve_argv, split_env
 from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.mounts import compose_volume
 from ray_serve_npu.check.vllm_args import apply_serve_argv
 from ray_serve_npu.check.yamlnodes import Path
 
@@ -54,6 +55,10 @@ def parse_compose(path: str, data: dict[str, Any], lines: dict[Path, int]) -> li
             if (number := device_index(str(item))) is not None:
                 line = lines[(*base, "devices", index)]
                 deployment.devices.append(Setting(value=number, line=line))
+        for index, item in enumerate(service.get("volumes") or []):
+            line = lines.get((*base, "volumes", index), deployment.line)
+            if mount := compose_volume(item, line):
+                deployment.mounts.append(mount)
         if service.get("privileged") is True:
             deployment.privileged = Setting(value=True, line=lines[(*base, "privileged")])
         if "sysctls" in service:

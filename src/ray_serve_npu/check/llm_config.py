@@ -7,6 +7,9 @@ from typing import Any
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.vllm_args import apply_engine_kwargs
 
+# The LLMConfig fields the checker reads.
+FIELDS = frozenset({"model_loading_config", "engine_kwargs", "runtime_env", "accelerator_type"})
+
 
 def _below(lines: dict[str, int], prefix: str) -> dict[str, int]:
     return {k[len(prefix) :]: v for k, v in lines.items() if k.startswith(prefix)}

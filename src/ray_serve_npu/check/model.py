@@ -14,6 +14,15 @@ class Setting(BaseModel):
     line: int
 
 
+class Mount(BaseModel):
+    """A host path or volume that a container mounts, and whether it is read-only."""
+
+    source: str
+    target: str
+    read_only: bool
+    line: int
+
+
 class Deployment(BaseModel):
     """One engine as a file configures it, with the line of every setting."""
 
@@ -40,6 +49,10 @@ class Deployment(BaseModel):
     http_server_line: int | None = None
     # Ray accelerator type (an SoC name) that an LLMConfig asks for.
     accelerator_type: Setting | None = None
+    # Host paths and volumes the container mounts.
+    mounts: list[Mount] = Field(default_factory=list)
+    # LLMConfig values the checker could not read without running the recipe: why, and where.
+    unread: list[Setting] = Field(default_factory=list)
 
     def additional_config(self) -> dict[str, Any]:
         setting = self.engine.get("additional_config")

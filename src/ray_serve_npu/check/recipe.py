@@ -1,4 +1,10 @@
-"""Ray Serve LLM Python recipes: the module-level LLMConfig objects they build."""
+"""Ray Serve LLM Python recipes: the LLMConfig objects they build.
+
+A recipe is read, not run: ``recipe_static`` evaluates its ``LLMConfig(...)``
+calls from the syntax tree and reports what it cannot read. Within
+``executing_recipes()`` each recipe runs instead, in a subprocess that gets a
+minimal environment and hands its configs back in a file of its own.
+"""
 
 from __future__ import annotations
 
@@ -7,96 +13,112 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from ray_serve_npu.check import recipe_probe
-from ray_serve_npu.check.llm_config import deployment_from_llm_config
-from ray_serve_npu.check.model import Deployment
+from ray_serve_npu.check.llm_config import FIELDS, deployment_from_llm_config
+from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.recipe_static import Config, Lined, Module, Unread, flatten
 
 # Importing Ray Serve LLM and a recipe's own imports take a few seconds on 2 cores.
 _PROBE_TIMEOUT_S = 300
+# All the probe keeps of the caller's environment: where programs are, the home
+# directory and the locale. Keys, tokens and cloud credentials stay behind.
+PROBE_ENV = ("PATH", "HOME", "LANG", "LC_ALL")
+
+_EXECUTE: ContextVar[bool] = ContextVar("execute_recipes", default=False)
 
 
 class RecipeError(Exception):
-    """The recipe could not be executed to collect its LLMConfigs."""
+    """The recipe could not be read, or executed to collect its LLMConfigs."""
 
 
-def _key_lines(node: ast.AST, prefix: str, names: dict[str, ast.AST], out: dict[str, int]) -> None:
-    if isinstance(node, ast.Name) and node.id in names:
-        _key_lines(names[node.id], prefix, names, out)
-    elif isinstance(node, ast.Dict):
-        for key, value in zip(node.keys, node.values, strict=True):
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                out.setdefault(prefix + key.value, key.lineno)
-                _key_lines(value, f"{prefix}{key.value}.", names, out)
-    elif isinstance(node, ast.Call):
-        for keyword in node.keywords:
-            if keyword.arg:
-                out.setdefault(prefix + keyword.arg, keyword.lineno)
-                _key_lines(keyword.value, f"{prefix}{keyword.arg}.", names, out)
-        # json.dumps({...}) and dict({...}) carry their keys in the first argument.
-        if node.args:
-            _key_lines(node.args[0], prefix, names, out)
+@contextmanager
+def executing_recipes() -> Iterator[None]:
+    """Within the block, recipes are executed (their module-level code runs) to read them."""
+    token = _EXECUTE.set(True)
+    try:
+        yield
+    finally:
+        _EXECUTE.reset(token)
 
 
-def _is_llm_config(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    return (isinstance(func, ast.Name) and func.id == "LLMConfig") or (
-        isinstance(func, ast.Attribute) and func.attr == "LLMConfig"
+def _deployment(path: str, config: Config, executed: dict[str, Any] | None = None) -> Deployment:
+    """A deployment from the static ``config``; its values from ``executed`` if given."""
+    read = Lined()
+    for key, value in config.kwargs.items():
+        if key in FIELDS:
+            read.put(key, value, config.kwargs.lines[key])
+    read.spread = config.kwargs.spread
+    lines: dict[str, int] = {}
+    unread: list[Unread] = []
+    plain = flatten(read, "", lines, unread, config.line)
+    deployment = deployment_from_llm_config(
+        path, plain if executed is None else executed, lines, config.line
     )
+    if executed is None:
+        deployment.unread = [Setting(value=u.why, line=u.line) for u in unread]
+    return deployment
 
 
-def _calls_by_name(tree: ast.Module) -> tuple[dict[str, list[ast.Call]], dict[str, ast.AST]]:
-    """LLMConfig(...) calls under each module-level name, and every module-level value."""
-    calls: dict[str, list[ast.Call]] = {}
-    values: dict[str, ast.AST] = {}
-    for statement in tree.body:
-        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    values[target.id] = statement.value
-                    calls[target.id] = [n for n in ast.walk(statement.value) if _is_llm_config(n)]
-    return calls, values
+def _run_probe(path: str) -> list[dict[str, Any]]:
+    recipe = Path(path).resolve()
+    env = {name: os.environ[name] for name in PROBE_ENV if name in os.environ}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env["VLLM_LOGGING_LEVEL"] = "ERROR"
+    with tempfile.TemporaryDirectory(prefix="ray-serve-npu-check-") as folder:
+        # A file only the probe is told of: the recipe's own output can't pass for it.
+        result_file = Path(folder) / "configs.json"
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", recipe_probe.__name__, str(recipe), str(result_file)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=recipe.parent,
+                timeout=_PROBE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise RecipeError(
+                f"{path}: the recipe still ran after {_PROBE_TIMEOUT_S} s; move long-running "
+                'code under `if __name__ == "__main__":`'
+            ) from None
+        if result.returncode != 0 or not result_file.is_file():
+            tail = (result.stderr.strip().splitlines() or ["it exited without a result"])[-1]
+            raise RecipeError(f"{path}: running the recipe to read its LLMConfigs failed: {tail}")
+        return json.loads(result_file.read_text())
 
 
-def _run_probe(path: str) -> list[dict[str, object]]:
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-m", recipe_probe.__name__, str(Path(path).resolve())],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(Path(path).resolve().parent),
-        timeout=_PROBE_TIMEOUT_S,
-    )
-    for line in result.stdout.splitlines():
-        if line.startswith(recipe_probe.MARKER):
-            return json.loads(line[len(recipe_probe.MARKER) :])
-    tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-    raise RecipeError(f"{path}: running the recipe to collect its LLMConfigs failed: {tail}")
+def _executed(path: str, module: Module) -> list[Deployment]:
+    deployments = []
+    for found in _run_probe(path):
+        static = module.names.get(found["name"])
+        if isinstance(static, list):
+            static = static[found["index"]] if found["index"] < len(static) else None
+        if isinstance(static, Config) and static.origin is not None:
+            continue  # imported from another recipe, which is checked on its own
+        config = static if isinstance(static, Config) else Config(Lined(), 1)
+        deployments.append(_deployment(path, config, found["config"]))
+    return deployments
 
 
 def parse_recipe(path: str, text: str) -> list[Deployment]:
-    tree = ast.parse(text, filename=path)
-    calls, values = _calls_by_name(tree)
-    # Only a file that builds an LLMConfig is run: clients and helpers act at import.
-    if not any(_is_llm_config(node) for node in ast.walk(tree)):
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as error:
+        raise RecipeError(
+            f"{path}:{error.lineno}: not valid Python ({error.msg}); fix the syntax and check again"
+        ) from None
+    module = Module(Path(path).resolve())
+    module.run(tree)
+    if not module.configs:
         return []
-    deployments = []
-    for found in _run_probe(path):
-        name, index = str(found["name"]), int(found["index"])  # type: ignore[call-overload]
-        candidates = calls.get(name, [])
-        call = candidates[min(index, len(candidates) - 1)] if candidates else None
-        lines: dict[str, int] = {}
-        if call is not None:
-            _key_lines(call, "", values, lines)
-        anchor = call.lineno if call is not None else 1
-        config = found["config"]
-        assert isinstance(config, dict)
-        deployments.append(deployment_from_llm_config(path, config, lines, anchor))
-    return deployments
+    if _EXECUTE.get():
+        return _executed(path, module)
+    configs = sorted(module.configs.values(), key=lambda c: c.line)
+    return [_deployment(path, config) for config in configs]

@@ -1,0 +1,407 @@
+"""Read a recipe's ``LLMConfig(...)`` calls from its syntax tree, without running it.
+
+The evaluator knows literals, lists and dicts (with ``**`` unpacking), module-level
+names bound to such values, ``dict(...)``, ``json.dumps(...)``, subscripts,
+``LLMConfig(...)`` and its ``model_dump()``, names imported from a recipe file
+beside this one (read the same way), and ``os.environ.get(NAME, default)`` or
+``os.getenv(NAME, default)``, which it reads as the default: the checker never
+looks at the environment. Any other expression becomes an ``Unread`` value that
+says why, at its line, so that what was not read is reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A value the evaluator cannot know without running the recipe."""
+
+    line: int
+    why: str
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A module or function the recipe imports, by its dotted name."""
+
+    name: str
+
+
+class Lined(dict[str, Any]):
+    """A dict that remembers the line of each key, and the unknown mappings spread into it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[str, int] = {}
+        self.spread: list[Unread] = []
+
+    def put(self, key: str, value: Any, line: int) -> None:
+        self[key] = value
+        self.lines[key] = line
+
+    def merge(self, other: Lined) -> None:
+        for key, value in other.items():
+            self.put(key, value, other.lines[key])
+        self.spread += other.spread
+
+
+class JsonText(str):
+    """``json.dumps(value)``, which keeps ``value`` for the lines of its keys."""
+
+    value: Any
+
+
+def _json_text(value: Any) -> JsonText:
+    text = JsonText(json.dumps(value))
+    text.value = value
+    return text
+
+
+@dataclass
+class Config:
+    """The keyword arguments of one ``LLMConfig(...)`` call."""
+
+    kwargs: Lined
+    line: int
+    # The recipe file it was imported from, or None for a call in the file itself.
+    origin: str | None = None
+
+
+def _is_llm_config(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id == "LLMConfig") or (
+        isinstance(func, ast.Attribute) and func.attr == "LLMConfig"
+    )
+
+
+def _code(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _relocate(value: Any, line: int, origin: str) -> Any:
+    """``value`` imported from ``origin``: every line becomes the importing line."""
+    if isinstance(value, Lined):
+        moved = Lined()
+        for key, item in value.items():
+            moved.put(key, _relocate(item, line, origin), line)
+        moved.spread = [_relocate(u, line, origin) for u in value.spread]
+        return moved
+    if isinstance(value, list):
+        return [_relocate(item, line, origin) for item in value]
+    if isinstance(value, Config):
+        return Config(_relocate(value.kwargs, line, origin), line, value.origin or origin)
+    if isinstance(value, Unread):
+        return Unread(line, f"{value.why} ({origin}:{value.line})")
+    if isinstance(value, JsonText):
+        return _json_text(_relocate(value.value, line, origin))
+    return value
+
+
+# Methods that leave their object as it was; any other method call may change it.
+_PURE_METHODS = frozenset({"model_dump", "get", "copy", "items", "keys", "values"})
+
+
+def _touched(statement: ast.AST) -> set[str]:
+    """Names a module-level statement the evaluator does not follow may bind or change."""
+    names: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(statement, False)]
+    while stack:
+        node, in_function = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            if not isinstance(node, ast.Lambda):
+                names.add(node.name)
+            # A body runs when called; its own names are local, except `global` ones.
+            in_function = True
+        elif isinstance(node, ast.Global):
+            names.update(node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            if not in_function:
+                names.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load)
+        ) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr not in _PURE_METHODS
+        ):
+            base = node.func.value if isinstance(node, ast.Call) else node.value  # type: ignore[union-attr]
+            while isinstance(base, ast.Attribute | ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                names.add(base.id)
+        stack.extend((child, in_function) for child in ast.iter_child_nodes(node))
+    return names
+
+
+@dataclass
+class Module:
+    """One recipe file, evaluated statement by statement at module level."""
+
+    path: Path
+    # Files being read, to stop an import cycle.
+    reading: frozenset[Path] = frozenset()
+    names: dict[str, Any] = field(default_factory=dict)
+    configs: dict[ast.Call, Config] = field(default_factory=dict)
+
+    def run(self, tree: ast.Module) -> None:
+        for statement in tree.body:
+            self._statement(statement)
+        # LLMConfig calls that module-level code does not reach (in a function, or under
+        # `if __name__ == "__main__":`) are read with the module's final names.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _is_llm_config(node) and node not in self.configs:
+                self._expr(node)
+
+    def _statement(self, statement: ast.stmt) -> None:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    self.names[alias.asname] = _Ref(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    self.names[top] = _Ref(top)
+        elif isinstance(statement, ast.ImportFrom):
+            self._import_from(statement)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            value = self._expr(statement.value)
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    self.names[target.id] = value
+                else:
+                    self._forget(target, statement.lineno)
+        elif not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)):
+            self._forget(statement, statement.lineno)
+
+    def _forget(self, node: ast.AST, line: int) -> None:
+        for name in _touched(node):
+            if not isinstance(self.names.get(name), _Ref):
+                self.names[name] = Unread(
+                    line, f"`{name}` is bound or changed by a statement the checker does not follow"
+                )
+
+    def _import_from(self, statement: ast.ImportFrom) -> None:
+        module = statement.module or ""
+        sibling = self.path.parent / f"{module}.py"
+        if statement.level or "." in module or not sibling.is_file():
+            for alias in statement.names:
+                self.names[alias.asname or alias.name] = _Ref(f"{module}.{alias.name}")
+            return
+        loaded = read_module(sibling, self.reading | {self.path})
+        for alias in statement.names:
+            if isinstance(loaded, Unread):
+                value: Any = loaded
+            elif alias.name in loaded.names:
+                value = _relocate(loaded.names[alias.name], statement.lineno, sibling.name)
+            else:
+                value = Unread(
+                    statement.lineno, f"{sibling.name} binds no `{alias.name}` the checker reads"
+                )
+            self.names[alias.asname or alias.name] = value
+
+    # Expressions.
+
+    def _expr(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bytes):
+            return node.value
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, int | float)
+        ):
+            return -node.operand.value
+        if isinstance(node, ast.List | ast.Tuple):
+            return [self._item(item) for item in node.elts]
+        if isinstance(node, ast.Dict):
+            return self._dict(node)
+        if isinstance(node, ast.Name):
+            if node.id in self.names:
+                value = self.names[node.id]
+                return Unread(node.lineno, value.why) if isinstance(value, Unread) else value
+            if node.id == "dict":
+                return _Ref("dict")
+            return Unread(node.lineno, f"`{node.id}` is not a module-level name the checker reads")
+        if isinstance(node, ast.Attribute):
+            base = self._expr(node.value)
+            if isinstance(base, _Ref):
+                return _Ref(f"{base.name}.{node.attr}")
+            return base if isinstance(base, Unread) else self._unknown(node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        return self._unknown(node)
+
+    def _unknown(self, node: ast.expr) -> Unread:
+        why = f"`{_code(node)}` is an expression the checker does not evaluate"
+        return Unread(node.lineno, why)
+
+    def _item(self, node: ast.expr) -> Any:
+        """A value placed in a list, dict or call: a module or function reference is unknown."""
+        if isinstance(node, ast.Starred):
+            return self._unknown(node)
+        value = self._expr(node)
+        return self._unknown(node) if isinstance(value, _Ref) else value
+
+    def _dict(self, node: ast.Dict) -> Lined:
+        result = Lined()
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:
+                self._spread(result, value)
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                result.put(key.value, self._item(value), key.lineno)
+            else:
+                result.spread.append(self._unknown(key))
+        return result
+
+    def _spread(self, into: Lined, node: ast.expr) -> None:
+        value = self._expr(node)
+        if isinstance(value, Lined):
+            into.merge(value)
+        else:
+            into.spread.append(value if isinstance(value, Unread) else self._unknown(node))
+
+    def _subscript(self, node: ast.Subscript) -> Any:
+        base = self._expr(node.value)
+        key = self._expr(node.slice)
+        if isinstance(base, Unread):
+            return base
+        if isinstance(base, _Ref) and base.name == "os.environ":
+            return Unread(
+                node.lineno,
+                f"`{_code(node)}` reads the environment when the recipe runs, with no default",
+            )
+        if isinstance(base, Lined) and isinstance(key, str) and key in base:
+            return base[key]
+        if isinstance(base, list) and isinstance(key, int) and -len(base) <= key < len(base):
+            return base[key]
+        return self._unknown(node)
+
+    def _call(self, node: ast.Call) -> Any:
+        if _is_llm_config(node):
+            return self._llm_config(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "model_dump":
+            base = self._expr(func.value)
+            if isinstance(base, Config) and not node.args and _dumps_every_set_field(node):
+                # The fields a recipe set; defaults of the fields the checker reads are empty.
+                return base.kwargs
+        callee = self._expr(func)
+        if isinstance(callee, Unread):
+            return Unread(node.lineno, f"`{_code(node)}` is a call the checker does not evaluate")
+        name = callee.name if isinstance(callee, _Ref) else ""
+        if name == "dict" and len(node.args) <= 1:
+            result = Lined()
+            if node.args:
+                self._spread(result, node.args[0])
+            self._keywords(result, node)
+            return result
+        if name == "json.dumps" and len(node.args) == 1 and not node.keywords:
+            return self._json(self._item(node.args[0]), node)
+        if name in ("os.environ.get", "os.getenv") and not node.keywords:
+            if len(node.args) == 2:
+                return self._item(node.args[1])
+            return Unread(
+                node.lineno,
+                f"`{_code(node)}` reads the environment when the recipe runs, with no default",
+            )
+        return Unread(node.lineno, f"`{_code(node)}` is a call the checker does not evaluate")
+
+    def _keywords(self, into: Lined, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                self._spread(into, keyword.value)
+            else:
+                into.put(keyword.arg, self._item(keyword.value), keyword.lineno)
+
+    def _json(self, value: Any, node: ast.Call) -> Any:
+        unread = _first_unread(value)
+        if unread is not None:
+            return unread
+        try:
+            return _json_text(value)
+        except TypeError:  # an LLMConfig object inside
+            return self._unknown(node)
+
+    def _llm_config(self, node: ast.Call) -> Config:
+        kwargs = Lined()
+        for arg in node.args:
+            kwargs.spread.append(self._unknown(arg))
+        self._keywords(kwargs, node)
+        config = Config(kwargs, node.lineno)
+        self.configs.setdefault(node, config)
+        return config
+
+
+def _dumps_every_set_field(node: ast.Call) -> bool:
+    """A ``model_dump`` whose keywords keep every field the recipe set (no include/exclude)."""
+    return all(
+        keyword.arg in ("exclude_unset", "exclude_none", "exclude_defaults")
+        and isinstance(keyword.value, ast.Constant)
+        for keyword in node.keywords
+    )
+
+
+def _first_unread(value: Any) -> Unread | None:
+    if isinstance(value, Unread):
+        return value
+    if isinstance(value, Lined):
+        if value.spread:
+            return value.spread[0]
+        return next(filter(None, map(_first_unread, value.values())), None)
+    if isinstance(value, list):
+        return next(filter(None, map(_first_unread, value)), None)
+    return None
+
+
+def read_module(path: Path, reading: frozenset[Path] = frozenset()) -> Module | Unread:
+    """Evaluate ``path``'s module-level code statically; an unreadable import is Unread."""
+    path = path.resolve()
+    if path in reading:
+        return Unread(1, f"{path.name} imports itself back (an import cycle)")
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError) as error:
+        return Unread(1, f"{path.name} could not be read as Python ({error})")
+    module = Module(path, reading)
+    module.run(tree)
+    return module
+
+
+def flatten(value: Any, prefix: str, lines: dict[str, int], unread: list[Unread], line: int) -> Any:
+    """``value`` as plain data; key lines go to ``lines`` by dotted path, unknowns to ``unread``."""
+    if isinstance(value, Lined):
+        plain = {}
+        for key, item in value.items():
+            lines[prefix + key] = value.lines[key]
+            if isinstance(item, Unread):
+                unread.append(item)
+            else:
+                plain[key] = flatten(item, f"{prefix}{key}.", lines, unread, value.lines[key])
+        unread += value.spread
+        return plain
+    if isinstance(value, JsonText):
+        flatten(value.value, prefix, lines, [], line)
+        return str(value)
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            if isinstance(item, Unread):
+                unread.append(item)
+            else:
+                items.append(flatten(item, prefix, lines, unread, line))
+        return items
+    if isinstance(value, Config):
+        unread.append(Unread(line, "an LLMConfig object is not a value the checker reads here"))
+        return None
+    return value
