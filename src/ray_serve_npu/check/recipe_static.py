@@ -251,7 +251,10 @@ class Module:
         if isinstance(node, ast.Starred):
             return self._unknown(node)
         value = self._expr(node)
-        return self._unknown(node) if isinstance(value, _Ref) else value
+        if isinstance(value, _Ref):
+            why = f"`{_code(node)}` is `{value.name}`, from a module the checker does not read"
+            return Unread(node.lineno, why)
+        return value
 
     def _dict(self, node: ast.Dict) -> Lined:
         result = Lined()
