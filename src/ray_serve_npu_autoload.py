@@ -5,7 +5,8 @@ driver, the Serve controller and every replica. It imports nothing from Ray: it
 only watches for Ray Serve LLM's accelerator modules and patches each one as
 soon as it has been executed, so ``LLMConfig(accelerator_config={"kind": "npu"})``
 works without importing ``ray_serve_npu`` first. Set ``RAY_SERVE_NPU_DISABLE=1``
-to turn it off.
+to turn it off; with an API key set as well, that is an error, since turning the
+plugin off would also turn the key off.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from collections.abc import Sequence
 from types import ModuleType
 
 DISABLE_ENV_VAR = "RAY_SERVE_NPU_DISABLE"
+# ray_serve_npu.ingress.API_KEY_ENV_VAR; named here so that the disable switch
+# sees it without importing Ray.
+API_KEY_ENV_VAR = "RAY_SERVE_NPU_API_KEY"
 
 # Kept in step with ray_serve_npu._patch.TARGET_MODULES (a test checks it);
 # importing that module here would import Ray into every Python process.
@@ -37,6 +41,24 @@ EXECUTING: set[str] = set()
 
 def disabled() -> bool:
     return os.environ.get(DISABLE_ENV_VAR, "") not in ("", "0")
+
+
+class DisabledWithApiKeyError(RuntimeError):
+    """The plugin is switched off while an API key is set."""
+
+
+def refuse_disabling_the_api_key() -> None:
+    """Raise :class:`DisabledWithApiKeyError` if the plugin is off and an API key is set.
+
+    The key is the plugin's: switched off, it would serve an open endpoint.
+    """
+    if disabled() and API_KEY_ENV_VAR in os.environ:
+        raise DisabledWithApiKeyError(
+            f"{DISABLE_ENV_VAR} turns ray-serve-npu off, and with it the API key in "
+            f"{API_KEY_ENV_VAR}: the OpenAI endpoint would accept requests without the key. "
+            f"Fix: unset {DISABLE_ENV_VAR} to serve with the key, or unset "
+            f"{API_KEY_ENV_VAR} too to serve without the plugin and without a key."
+        )
 
 
 class _PatchAfterExec(importlib.abc.Loader):
@@ -95,5 +117,7 @@ def install() -> None:
         sys.meta_path.insert(0, NPUKindFinder())
 
 
-if not disabled():
+# With a key set, the hook stays even when disabled: the first Ray Serve LLM
+# module imported then imports ray_serve_npu, which refuses the pair.
+if not disabled() or API_KEY_ENV_VAR in os.environ:
     install()

@@ -44,6 +44,7 @@ def _enabled() -> bool:
         logger.info("Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge.")
         return False
     if ray_serve_npu_autoload.disabled():
+        ray_serve_npu_autoload.refuse_disabling_the_api_key()
         logger.warning(
             "ray_serve_npu is disabled by %s: the npu kind is not available.",
             ray_serve_npu_autoload.DISABLE_ENV_VAR,

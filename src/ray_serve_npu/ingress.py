@@ -10,27 +10,40 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.status import WS_1008_POLICY_VIOLATION
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocketClose
+
+import ray_serve_npu_autoload
 
 logger = logging.getLogger(__name__)
 
 #: The key clients must send. Read once, by the process that builds the app: the
-#: shell that runs the recipe or ``serve run``, or the head pod on KubeRay.
-API_KEY_ENV_VAR = "RAY_SERVE_NPU_API_KEY"
+#: shell that runs the recipe or ``serve run``, or the head pod on KubeRay. It must
+#: be printable ASCII without surrounding whitespace, which an HTTP header carries
+#: unchanged.
+API_KEY_ENV_VAR = ray_serve_npu_autoload.API_KEY_ENV_VAR
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+_KEY_FIX = (
+    "Fix: set it to the key alone, printable ASCII without surrounding whitespace. "
+    "A key stored in a file or a Kubernetes Secret often keeps the file's final "
+    "newline: write it with `printf %s`, or make a new key with "
+    "`python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+)
 
 
 def api_key_from_env() -> str | None:
-    """The key in :data:`API_KEY_ENV_VAR`; None, with a warning, if it is unset."""
+    """The key in :data:`API_KEY_ENV_VAR`; None, with a warning, if it is unset.
+
+    Raises:
+        ValueError: The key is empty, or no HTTP header can carry it unchanged,
+            so no request could ever match it.
+    """
     key = os.environ.get(API_KEY_ENV_VAR)
     if key is None:
         logger.warning(
@@ -44,7 +57,28 @@ def api_key_from_env() -> str | None:
             f"{API_KEY_ENV_VAR} is set but empty. Fix: set it to the key clients must "
             "send, or unset it to serve without a key."
         )
+    # HTTP drops a header value's surrounding whitespace (RFC 9110, section 5.5),
+    # and clients refuse control and non-ASCII characters in headers.
+    if key != key.strip():
+        raise ValueError(
+            f"{API_KEY_ENV_VAR} starts or ends with whitespace, which no request can "
+            f"send, so no request would match. {_KEY_FIX}"
+        )
+    bad = next(
+        (i for i, char in enumerate(key) if not (char.isascii() and char.isprintable())), None
+    )
+    if bad is not None:
+        # The position and code point only: the key itself stays out of logs.
+        raise ValueError(
+            f"{API_KEY_ENV_VAR} has the character U+{ord(key[bad]):04X} at position {bad}, "
+            f"which an HTTP header can't carry, so no request would match. {_KEY_FIX}"
+        )
     return key
+
+
+def key_digest(key: str) -> bytes:
+    """The SHA-256 digest of ``key``: what :class:`ApiKeyMiddleware` compares against."""
+    return hashlib.sha256(key.encode("ascii")).digest()
 
 
 def openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
@@ -53,58 +87,58 @@ def openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
 
 
 class ApiKeyMiddleware:
-    """Answers 401 to any request without ``Authorization: Bearer <api_key>``.
+    """Answers 401 to any request without ``Authorization: Bearer <key>``.
 
     Checks what vLLM's ``--api-key`` checks (``AuthenticationMiddleware`` in
     ``vllm/entrypoints/openai/server_utils.py``, vLLM 0.22): the scheme in any
-    case, the key compared in constant time. CORS preflight requests
-    (``OPTIONS``) pass: browsers send them without credentials, and Ray's CORS
-    middleware answers them.
+    case, the key compared in constant time. It holds only the key's SHA-256
+    digest. WebSocket connections need the key too: one without it is refused
+    before it is accepted, with the same 401 where the server supports the ASGI
+    WebSocket denial response, else with a close that the server turns into
+    HTTP 403. CORS preflight requests (``OPTIONS``) pass: browsers send them
+    without credentials, and Ray's CORS middleware answers them.
     """
 
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
+    def __init__(self, app: ASGIApp, key_digest: bytes) -> None:
         self.app = app
-        self._key_digest = hashlib.sha256(api_key.encode()).digest()
+        self._key_digest = key_digest
 
     def _authorized(self, scope: Scope) -> bool:
-        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        scheme, _, key = header.partition(" ")
-        digest = hashlib.sha256(key.encode()).digest()
-        return scheme.lower() == "bearer" and hmac.compare_digest(digest, self._key_digest)
+        header = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, key = header.partition(b" ")
+        digest = hashlib.sha256(key).digest()
+        return scheme.lower() == b"bearer" and hmac.compare_digest(digest, self._key_digest)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] == "OPTIONS" or self._authorized(scope):
+        preflight = scope["type"] == "http" and scope["method"] == "OPTIONS"
+        if scope["type"] == "lifespan" or preflight or self._authorized(scope):
             await self.app(scope, receive, send)
             return
-        body = json.dumps(
+        websocket = scope["type"] == "websocket"
+        if websocket and "websocket.http.response" not in scope.get("extensions", {}):
+            await WebSocketClose(WS_1008_POLICY_VIOLATION)(scope, receive, send)
+            return
+        # Starlette's responses answer an HTTP request and deny a WebSocket alike.
+        response = JSONResponse(
             openai_error(
                 "Missing or wrong API key. Fix: send the header `Authorization: Bearer "
                 f"<key>` with the key the server was started with ({API_KEY_ENV_VAR}).",
                 "authentication_error",
                 401,
-            )
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
+            ),
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
         )
-        await send({"type": "http.response.body", "body": body})
+        await response(scope, receive, send)
 
 
 def require_api_key(app: Any) -> None:
     """Add :class:`ApiKeyMiddleware` to the FastAPI ``app`` if :data:`API_KEY_ENV_VAR` is set.
 
     Added last, the middleware is the outermost: no other middleware sees a
-    request without the key. The key travels with the app's definition to the
-    ingress replicas.
+    request without the key. Only the key's digest goes into the app, which
+    Serve pickles to the ingress replicas and Ray keeps in its GCS.
     """
     key = api_key_from_env()
     if key is not None:
-        app.add_middleware(ApiKeyMiddleware, api_key=key)
+        app.add_middleware(ApiKeyMiddleware, key_digest=key_digest(key))

@@ -91,6 +91,26 @@ def test_disabled_plugin_leaves_ray_refusing_the_npu_kind() -> None:
     assert "'npu'" in stderr and "does not match any of the expected tags" in stderr
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import ray_serve_npu",
+        # Ray alone: the import hook, though disabled, still imports the plugin.
+        "import ray_serve_npu_autoload\nfrom ray.serve.llm import build_openai_app",
+    ],
+    ids=["plugin", "ray-only"],
+)
+def test_disabling_the_plugin_while_an_api_key_is_set_is_an_error(code: str) -> None:
+    result = _run_python(code, RAY_SERVE_NPU_DISABLE="1", RAY_SERVE_NPU_API_KEY="k")
+
+    assert result.returncode != 0
+    assert (
+        "DisabledWithApiKeyError: RAY_SERVE_NPU_DISABLE turns ray-serve-npu off, and with it "
+        "the API key in RAY_SERVE_NPU_API_KEY"
+    ) in result.stderr.decode()
+    assert "Fix: unset RAY_SERVE_NPU_DISABLE" in result.stderr.decode()
+
+
 def test_import_hook_watches_exactly_the_patched_modules() -> None:
     assert ray_serve_npu_autoload.TARGET_MODULES == _patch.TARGET_MODULES
 

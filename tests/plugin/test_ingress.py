@@ -6,27 +6,36 @@ Ray cluster, no engine.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
 
+import cloudpickle
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, WebSocket
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
-from starlette.testclient import TestClient
+from starlette.testclient import TestClient, WebSocketDenialResponse
+from starlette.types import Message
 
-from ray_serve_npu.ingress import API_KEY_ENV_VAR
+from ray_serve_npu.ingress import API_KEY_ENV_VAR, ApiKeyMiddleware, key_digest
 
 KEY = "test-key-4b1d"
 
 
 def _ingress_app() -> FastAPI:
-    """Ray's ingress app, as ``make_fastapi_ingress`` creates it, with one route."""
+    """Ray's ingress app, as ``make_fastapi_ingress`` creates it, with two routes."""
     app = ray_ingress.init()
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
         return {"data": []}
+
+    @app.websocket("/v1/echo")
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text(await websocket.receive_text())
+        await websocket.close()
 
     return app
 
@@ -71,6 +80,59 @@ def test_cors_preflight_passes_without_the_key(keyed_client: TestClient) -> None
     assert response.headers["access-control-allow-origin"] == "http://example.test"
 
 
+def test_websocket_without_the_key_is_denied_with_a_401_before_it_is_accepted(
+    keyed_client: TestClient,
+) -> None:
+    with pytest.raises(WebSocketDenialResponse) as denied:
+        with keyed_client.websocket_connect("/v1/echo"):
+            pass
+
+    assert denied.value.status_code == 401
+    assert API_KEY_ENV_VAR in denied.value.json()["error"]["message"]
+
+
+def test_websocket_with_the_key_is_served(keyed_client: TestClient) -> None:
+    with keyed_client.websocket_connect(
+        "/v1/echo", headers={"Authorization": f"Bearer {KEY}"}
+    ) as websocket:
+        websocket.send_text("ping")
+        assert websocket.receive_text() == "ping"
+
+
+def test_websocket_without_the_key_is_closed_before_accept_where_no_denial_response_exists() -> (
+    None
+):
+    # A server without the ASGI denial-response extension answers a close before
+    # accept with HTTP 403.
+    sent: list[Message] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app saw a WebSocket without the key")
+
+    async def receive() -> Message:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "websocket", "path": "/v1/echo", "headers": [], "extensions": {}}
+    asyncio.run(ApiKeyMiddleware(app, key_digest(KEY))(scope, receive, send))
+
+    assert [message["type"] for message in sent] == ["websocket.close"]
+    assert sent[0]["code"] == 1008
+
+
+def test_only_the_keys_digest_is_pickled_into_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    # What Serve ships to the ingress replicas and keeps in the GCS: the ingress
+    # class, which holds a pickled copy of the FastAPI app and its middleware.
+    ingress_cls = ray_ingress.make_fastapi_ingress(ray_ingress.OpenAiIngress)
+    pickled = cloudpickle.dumps(ingress_cls)
+
+    assert KEY.encode() not in pickled
+    assert key_digest(KEY) in pickled
+
+
 def test_without_the_variable_the_endpoint_is_open_and_a_warning_says_so(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -87,3 +149,20 @@ def test_an_empty_key_is_refused_when_the_app_is_built(monkeypatch: pytest.Monke
 
     with pytest.raises(ValueError, match=f"{API_KEY_ENV_VAR} is set but empty. Fix:"):
         ray_ingress.init()
+
+
+@pytest.mark.parametrize(
+    "key",
+    [f" {KEY}", f"{KEY}\n", f"{KEY}\r\n", f"{KEY}\t", "test\nkey", "test\x1bkey", "tést-key"],
+    ids=["leading space", "newline", "CRLF", "tab", "inner newline", "escape", "non-ASCII"],
+)
+def test_a_key_no_header_can_carry_is_refused_when_the_app_is_built(
+    monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    monkeypatch.setenv(API_KEY_ENV_VAR, key)
+
+    with pytest.raises(
+        ValueError, match=f"{API_KEY_ENV_VAR} .*Fix: set it to the key alone"
+    ) as error:
+        ray_ingress.make_fastapi_ingress(ray_ingress.OpenAiIngress)
+    assert key.strip() not in str(error.value)
