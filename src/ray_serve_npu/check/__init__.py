@@ -1,8 +1,10 @@
 """Check serving configurations against the rules of a pinned vLLM-Ascend release.
 
-``check_paths`` reads Docker Compose files, Serve YAML and LLMConfig YAML,
-Ray Serve LLM Python recipes, Markdown pages and shell command lines, and
-returns a finding for every rule of ``rules/<release>.yaml`` they break.
+``check_file`` reads a Docker Compose file, Serve YAML, LLMConfig YAML, a KubeRay
+RayService manifest, a Ray Serve LLM Python recipe, a Markdown page or shell command
+lines, and returns a finding for every rule of ``rules/<release>.yaml`` it breaks. A
+file it cannot read as one of these raises ``InputError`` (or ``RecipeError``): its
+findings would mean nothing.
 """
 
 from __future__ import annotations
@@ -16,47 +18,126 @@ from ray_serve_npu.check.compose import parse_compose
 from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
 from ray_serve_npu.check.model import Deployment, ParsedFile
+from ray_serve_npu.check.problems import InputError, NothingToCheck
 from ray_serve_npu.check.recipe import RecipeError, parse_recipe
 from ray_serve_npu.check.rules import RuleSet, available_releases, default_release, load_rules
-from ray_serve_npu.check.serve_yaml import parse_serve_yaml
+from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
+from ray_serve_npu.check.validation import validate_compose
 from ray_serve_npu.check.yamlnodes import load_documents
 
-__all__ = ["Finding", "RecipeError", "Severity", "check_file", "check_paths", "parse_file"]
+__all__ = [
+    "Finding",
+    "InputError",
+    "NothingToCheck",
+    "RecipeError",
+    "Severity",
+    "check_file",
+    "check_paths",
+    "files_to_check",
+    "parse_file",
+]
+
+#: Suffixes a directory is searched for; any other file is read as shell commands.
+SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
+#: Configurations are kilobytes; a file this large is not one.
+MAX_BYTES = 10 * 2**20
+_WHAT_IS_READ = (
+    "a Compose file (services), a Serve config (applications), "
+    "an LLMConfig (model_loading_config) or a RayService (kind: RayService)"
+)
 
 
-def _parse_yaml(path: str, text: str, first_line: int = 1) -> list[Deployment]:
+def _kind(data: object) -> str | None:
+    """Which configuration a YAML document is, by the keys the checker reads."""
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") == "RayService":
+        return "rayservice"
+    if "services" in data:
+        return "compose"
+    if "applications" in data or "model_loading_config" in data:
+        return "serve"
+    return None
+
+
+def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -> list[Deployment]:
+    """Deployments of every document the checker recognises.
+
+    A YAML file must hold one; a page's YAML block may be anything, since pages show
+    other YAML too.
+    """
+    documents = load_documents(text, first_line)
     deployments: list[Deployment] = []
-    for data, lines in load_documents(text):
-        if not isinstance(data, dict):
-            continue
-        if first_line != 1:
-            lines = {k: v + first_line - 1 for k, v in lines.items()}
-        if "services" in data:
-            deployments += parse_compose(path, data, lines)
-        elif "applications" in data or "model_loading_config" in data:
-            deployments += parse_serve_yaml(path, data, lines)
+    recognised = False
+    for index, document in enumerate(documents):
+        kind = _kind(document.data)
+        if kind == "compose":
+            validate_compose(document)
+            deployments += parse_compose(path, document.data, document.lines)
+        elif kind == "serve":
+            # Read again as Ray reads Serve configs; the documents are the same ones.
+            document = load_documents(text, first_line, SERVE_YAML_VERSION)[index]
+            deployments += parse_serve_yaml(path, document)
+        elif kind == "rayservice":
+            deployments += parse_rayservice(path, document)
+        recognised = recognised or kind is not None
+    if not recognised and not page:
+        found = "no YAML document (the file is empty)" if not documents else "nothing it reads"
+        raise NothingToCheck(
+            f"the checker found {found}: it reads {_WHAT_IS_READ}",
+            "pass one of those; to check other YAML, this checker is not the tool",
+        )
     return deployments
 
 
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise InputError("not a regular file", "pass a file or a directory")
+    if path.stat().st_size > MAX_BYTES:
+        raise InputError(
+            f"larger than {MAX_BYTES // 2**20} MiB, which no configuration is",
+            "pass the configuration file itself",
+        )
+    data = path.read_bytes()
+    if b"\0" in data:
+        raise InputError("a binary file, not text", "pass the configuration's text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"not UTF-8 text (byte {error.start} cannot be decoded)",
+            "save the file as UTF-8",
+            data[: error.start].count(b"\n") + 1,
+        ) from None
+
+
 def parse_file(path: str | Path) -> ParsedFile:
-    """Read one file into deployments, choosing the parser by its suffix."""
+    """Read one file into deployments, choosing the parser by its suffix.
+
+    Raises ``InputError``, with ``file`` set, for a file that cannot be read as what its
+    suffix says, and ``RecipeError`` for a recipe that cannot be read.
+    """
     name = str(path)
-    text = Path(path).read_text()
-    parsed = ParsedFile(path=name, lines=text.splitlines())
-    suffix = Path(path).suffix.lower()
-    if suffix == ".py":
-        parsed.deployments = parse_recipe(name, text)
-    elif suffix in (".yaml", ".yml"):
-        parsed.deployments = _parse_yaml(name, text)
-    elif suffix == ".md":
-        parsed.has_warning = has_warning(text)
-        for language, body, first in code_blocks(text):
-            if language in SHELL:
-                parsed.deployments += parse_commands(name, body, first)
-            elif language in YAML:
-                parsed.deployments += _parse_yaml(name, body, first)
-    else:
-        parsed.deployments = parse_commands(name, text)
+    try:
+        text = _read_text(Path(path))
+        parsed = ParsedFile(path=name, lines=text.splitlines())
+        suffix = Path(path).suffix.lower()
+        if suffix == ".py":
+            parsed.deployments = parse_recipe(name, text)
+        elif suffix in (".yaml", ".yml"):
+            parsed.deployments = _parse_yaml(name, text)
+        elif suffix == ".md":
+            parsed.has_warning = has_warning(text)
+            for language, body, first in code_blocks(text):
+                if language in SHELL:
+                    parsed.deployments += parse_commands(name, body, first)
+                elif language in YAML:
+                    parsed.deployments += _parse_yaml(name, body, first, page=True)
+        else:
+            parsed.deployments = parse_commands(name, text)
+    except InputError as error:
+        error.file = name
+        raise
     return parsed
 
 
@@ -103,19 +184,29 @@ def check_file(path: str | Path, release: str | None = None) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule_id))
 
 
-def check_paths(paths: Iterable[str | Path], release: str | None = None) -> list[Finding]:
-    """Findings for every file (directories are walked for the kinds the checker reads)."""
-    findings: list[Finding] = []
-    for path in paths:
-        path = Path(path)
+def files_to_check(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """Each file to check, and whether it was named (else found in a named directory)."""
+    files: list[tuple[Path, bool]] = []
+    for path in map(Path, paths):
         if path.is_dir():
-            files = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix.lower() in (".py", ".yaml", ".yml", ".md", ".sh") and p.is_file()
-            )
+            found = (p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file())
+            files += [(p, False) for p in sorted(found)]
         else:
-            files = [path]
-        for file in files:
+            files.append((path, True))
+    return files
+
+
+def check_paths(paths: Iterable[str | Path], release: str | None = None) -> list[Finding]:
+    """Findings for every file (directories are walked for the kinds the checker reads).
+
+    Raises ``InputError`` or ``RecipeError`` for the first file that cannot be read; a
+    file in a walked directory that holds nothing the checker reads is left out.
+    """
+    findings: list[Finding] = []
+    for file, named in files_to_check(paths):
+        try:
             findings += check_file(file, release)
+        except NothingToCheck:
+            if named:
+                raise
     return findings

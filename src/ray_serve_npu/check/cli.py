@@ -1,4 +1,5 @@
-"""``ray-serve-npu check FILE...``: exit 0 if clean, 1 on error findings, 2 on usage errors."""
+"""``ray-serve-npu check FILE...``: exit 0 if clean, 1 on error findings, 2 when a file
+could not be read (whatever the other files' findings) or on usage errors."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 import os
 import sys
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 
-from ray_serve_npu.check.findings import Severity
+from ray_serve_npu.check.findings import Finding, Severity
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if exit_.code else 0
     # vLLM logs at import; findings are what the user asked for.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    from ray_serve_npu.check import RecipeError, check_paths
     from ray_serve_npu.check.recipe import PROBE_ENV, executing_recipes
     from ray_serve_npu.check.rules import load_rules
     from ray_serve_npu.check.vllm_args import vllm_version
@@ -66,25 +67,72 @@ def main(argv: list[str] | None = None) -> int:
         if args.release:
             load_rules(args.release)
         with executing_recipes() if args.execute_recipes else nullcontext():
-            findings = check_paths(args.paths, release=args.release)
-    except (FileNotFoundError, RecipeError, ValueError) as error:
+            report = _check(args.paths, args.release)
+    except (FileNotFoundError, ValueError) as error:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2
+    findings = report.findings
     version = vllm_version()
     if args.format == "json":
         print(
             json.dumps(
-                {"vllm_parser": version, "findings": [f.model_dump(mode="json") for f in findings]},
+                {
+                    "vllm_parser": version,
+                    "checked": report.checked,
+                    "findings": [f.model_dump(mode="json") for f in findings],
+                    "unreadable": report.unreadable,
+                    "skipped": report.skipped,
+                },
                 indent=2,
             )
         )
     else:
         for finding in findings:
             print(finding.format())
+        for line in report.unreadable + report.skipped:
+            print(line, file=sys.stderr)
         # Say what was checked, so that silence is never mistaken for a pass.
-        print(f"{len(args.paths)} file(s) checked: {len(findings)} finding(s)")
+        summary = f"{report.checked} file(s) checked: {len(findings)} finding(s)"
+        if report.unreadable:
+            summary += f"; {len(report.unreadable)} file(s) could not be read"
+        if report.checked or not report.unreadable:
+            print(summary)
         if version is None:
             print(
                 "note: vLLM is not importable; `vllm serve` flags were not checked", file=sys.stderr
             )
+    # A file not read outweighs findings: its own findings are unknown.
+    if report.unreadable or not report.checked:
+        return 2
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+
+
+@dataclass
+class _Report:
+    checked: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    # One line per file that could not be read, and per file of a directory skipped
+    # because it holds nothing the checker reads.
+    unreadable: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _check(paths: list[str], release: str | None) -> _Report:
+    from ray_serve_npu.check import (
+        InputError,
+        NothingToCheck,
+        RecipeError,
+        check_file,
+        files_to_check,
+    )
+
+    report = _Report()
+    for file, named in files_to_check(paths):
+        try:
+            report.findings += check_file(file, release=release)
+            report.checked += 1
+        except NothingToCheck as error:
+            (report.unreadable if named else report.skipped).append(str(error))
+        except (InputError, RecipeError) as error:
+            report.unreadable.append(str(error))
+    return report

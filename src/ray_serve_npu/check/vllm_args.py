@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.problems import InputError
 
 
 class _ParseError(Exception):
@@ -89,6 +90,18 @@ def _groups(tokens: list[Setting], is_option: Any) -> list[list[Setting]]:
     return groups
 
 
+# With these, `vllm serve` prints its help and exits instead of serving.
+_HELP = ("-h", "--help")
+
+
+def _not_serving(name: str, line: int) -> InputError:
+    return InputError(
+        f"`vllm serve ... {name}` prints the help and exits instead of serving",
+        f"remove {name}",
+        line,
+    )
+
+
 def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
     """Fill ``deployment`` from the tokens after ``vllm serve``."""
     parser = _parser()
@@ -108,6 +121,8 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
     for group in groups[1:]:
         flag = group[0]
         name, eq, inline = str(flag.value).partition("=")
+        if name in _HELP:
+            raise _not_serving(name, flag.line)
         if parser is None:
             dest = name.lstrip("-").replace("-", "_")
             value = (
@@ -122,6 +137,16 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
             # vLLM's parser accepts a unique prefix of a long flag, so the checker does too.
             prefixed = {options[o] for o in options if o.startswith(name) and o.startswith("--")}
             action = prefixed.pop() if len(prefixed) == 1 else None
+        if isinstance(action, argparse._HelpAction):
+            raise _not_serving(name, flag.line)
+        if action is not None and action.dest == "config":
+            # vLLM's parser would open the file; the checker opens no file a command names.
+            raise InputError(
+                f"`vllm serve {name} FILE` takes its flags from a file, "
+                "which the checker does not open, so they would go unchecked",
+                "write the flags on the command line to have them checked",
+                flag.line,
+            )
         if action is None:
             deployment.unknown_flags.append(
                 (Setting(value=name, line=flag.line), _suggest(name, list(options)))

@@ -1,37 +1,243 @@
-"""YAML with the line of every key and list item (PyYAML node marks)."""
+"""YAML documents as plain data, with the line of every key and list item (ruamel.yaml).
+
+ruamel.yaml's round-trip loader keeps each key's and item's position and follows merge
+keys (``<<: *common``). What it leaves unbounded is bounded here, since the checker reads
+files from anyone: nesting depth, recursive aliases, and how far aliases expand (a few
+lines of aliases can stand for billions of values). A file past a bound is an
+``InputError``, as is anything that is not YAML.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
+from ruamel.yaml.scalarbool import ScalarBoolean
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from ray_serve_npu.check.problems import InputError
 
 Path = tuple[str | int, ...]
 
-
-def _walk(node: yaml.Node, path: Path, lines: dict[Path, int]) -> None:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = (*path, str(key.value))
-            _walk(value, child, lines)
-            # A key's own line, so a block value's finding points at its key.
-            lines[child] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, (*path, index), lines)
+# A Compose file or Serve config holds hundreds of values, nested a dozen deep.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
 
 
-def load_documents(text: str) -> list[tuple[Any, dict[Path, int]]]:
-    """Each document's value and a map from its key paths to 1-based lines."""
+@dataclass
+class Document:
+    """One YAML document: JSON-like data and the 1-based line of each key path."""
+
+    data: Any
+    lines: dict[Path, int]
+    # First content line of each literal block scalar (``key: |``): its lines map one
+    # to one onto the file's, so YAML inside it can report the file's lines.
+    literal_blocks: dict[Path, int]
+
+
+def _recursive_alias(line: int) -> InputError:
+    return InputError(
+        "an alias refers to the value that contains it (a recursive alias)",
+        "point the alias at a value outside its own anchor, or write the value out",
+        line,
+    )
+
+
+class _Constructor(RoundTripConstructor):  # type: ignore[misc]
+    """ruamel.yaml's round-trip constructor, refusing an alias inside its own anchor.
+
+    ruamel.yaml itself gives such an alias the value null (constructor.py,
+    ``construct_object``), which would be read as a setting left empty.
+    """
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node not in self.constructed_objects and node in self.recursive_objects:
+            raise _recursive_alias(node.start_mark.line + 1)
+        return super().construct_object(node, deep=deep)
+
+
+def _yaml(version: tuple[int, int] | None) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.Constructor = _Constructor
+    if version is not None:
+        yaml.version = version
+    return yaml
+
+
+def _syntax_error(error: YAMLError) -> InputError:
+    if isinstance(error, MarkedYAMLError) and error.problem_mark is not None:
+        problem = error.problem or error.context or "unreadable"
+        return InputError(
+            f"not valid YAML: {problem}",
+            "correct the YAML at that line",
+            error.problem_mark.line + 1,
+        )
+    first = (str(error).strip().splitlines() or ["unreadable"])[0]
+    return InputError(f"not valid YAML: {first}", "save the file as UTF-8 YAML text")
+
+
+def _check_depth(yaml: YAML, text: str) -> None:
+    """Refuse deep nesting from the event stream, before anything recurses into it."""
+    depth = 0
+    for event in yaml.parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    "flatten the structure; no Compose file or Serve config nests this deep",
+                    event.start_mark.line + 1,
+                )
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+
+
+def _plain_key(key: Any, line: int) -> str:
+    if isinstance(key, bool | ScalarBoolean):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, str | int | float):
+        return str(key)
+    raise InputError(
+        "a mapping key is a list or mapping",
+        "use a string as the key",
+        line,
+    )
+
+
+class _Walk:
+    """Copies ruamel.yaml's data into plain values and records lines, within the bounds.
+
+    Lines are 1-based lines of the text the walk reads.
+    """
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.lines: dict[Path, int] = {}
+        self.literal_blocks: dict[Path, int] = {}
+        # Containers being copied: meeting one again inside itself is a cycle.
+        self.open: set[int] = set()
+
+    def value(self, value: Any, path: Path, line: int) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise InputError(
+                f"its aliases expand to more than {MAX_VALUES} values",
+                "write the values out instead of nesting aliases; "
+                "no Compose file or Serve config is this large",
+                line,
+            )
+        if len(path) > MAX_DEPTH:
+            raise InputError(
+                f"its aliases nest more than {MAX_DEPTH} levels deep",
+                "write the values out instead of nesting aliases",
+                line,
+            )
+        if isinstance(value, CommentedMap | CommentedSeq):
+            if id(value) in self.open:
+                raise _recursive_alias(line)
+            self.open.add(id(value))
+            try:
+                if isinstance(value, CommentedMap):
+                    return self._mapping(value, path)
+                return self._sequence(value, path)
+            finally:
+                self.open.discard(id(value))
+        if isinstance(value, ScalarBoolean):
+            return bool(value)
+        if value is None or isinstance(value, bool):
+            return value
+        # ruamel.yaml's int, float and string subclasses keep formatting; the checker
+        # wants the values, as JSON would hold them.
+        for kind in (int, float, str):
+            if isinstance(value, kind):
+                return kind(value)
+        where = ".".join(map(str, path)) or "the document"
+        raise InputError(
+            f"{where} is a YAML {type(value).__name__} value, "
+            "which no Compose file or Serve config holds",
+            "quote it, to make it a string",
+            line,
+        )
+
+    @staticmethod
+    def _position(container: CommentedBase, key: Any) -> list[int] | None:
+        """ruamel.yaml's 0-based position of ``key`` in ``container``, following merge keys
+        to the mapping that wrote it: ``[line, column]`` for an item, and for a key
+        ``[key line, key column, value line, value column]``."""
+        if key in container.lc.data:
+            return list(container.lc.data[key])
+        if isinstance(container, CommentedMap):
+            for merged in container.merge:
+                if key in merged:
+                    return _Walk._position(merged, key)
+        return None
+
+    def _mapping(self, mapping: CommentedMap, path: Path) -> dict[str, Any]:
+        plain: dict[str, Any] = {}
+        # Iteration includes the keys that merge keys bring in.
+        for key in mapping:
+            position = self._position(mapping, key) or [mapping.lc.line or 0] * 4
+            key_line = position[0] + 1
+            name = _plain_key(key, key_line)
+            child = (*path, name)
+            item = mapping[key]
+            plain[name] = self.value(item, child, key_line)
+            # A key's own line, so that a block value's finding points at its key.
+            self.lines[child] = key_line
+            if isinstance(item, LiteralScalarString):
+                # The value's position is the `|` indicator; the content starts below it.
+                self.literal_blocks[child] = position[2] + 2
+        return plain
+
+    def _sequence(self, sequence: CommentedSeq, path: Path) -> list[Any]:
+        plain = []
+        for index, item in enumerate(sequence):
+            child = (*path, index)
+            position = self._position(sequence, index) or [sequence.lc.line or 0]
+            self.lines[child] = position[0] + 1
+            plain.append(self.value(item, child, position[0] + 1))
+        return plain
+
+
+def load_documents(
+    text: str, first_line: int = 1, version: tuple[int, int] | None = None
+) -> list[Document]:
+    """Each document of ``text``, with lines counted from ``first_line``.
+
+    ``version`` reads the text as that YAML version (``(1, 1)``: ``yes`` is a boolean),
+    for files whose consumer reads them so; ruamel.yaml's default is YAML 1.2.
+    Raises ``InputError`` for text that is not YAML or is past a bound.
+    """
+    yaml = _yaml(version)
+    shift = first_line - 1
     documents = []
-    for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
-        if node is None:
-            continue
-        lines: dict[Path, int] = {}
-        _walk(node, (), lines)
-        value = yaml.SafeLoader("").construct_document(node)
-        documents.append((value, lines))
+    try:
+        _check_depth(yaml, text)
+        for data in yaml.load_all(text):
+            if data is None:
+                continue
+            walk = _Walk()
+            root = int(data.lc.line or 0) + 1 if isinstance(data, CommentedBase) else 1
+            walk.lines[()] = root
+            plain = walk.value(data, (), root)
+            documents.append(
+                Document(
+                    plain,
+                    {path: line + shift for path, line in walk.lines.items()},
+                    {path: line + shift for path, line in walk.literal_blocks.items()},
+                )
+            )
+    except YAMLError as error:
+        raise _syntax_error(error).shifted(first_line) from None
+    except InputError as error:
+        raise error.shifted(first_line) from None
     return documents
 
 
