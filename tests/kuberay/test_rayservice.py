@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ray_serve_npu.ingress import API_KEY_ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "recipes" / "kuberay" / "rayservice.yaml"
+DOCKERFILE = ROOT / "recipes" / "Dockerfile"
 CRD = Path(__file__).parent / "data" / "ray.io_rayservices.yaml"
 
 
@@ -51,6 +53,8 @@ def test_manifest_validates_against_the_rayservice_schema() -> None:
         (["spec", "rayClusterConfig", "workerGroupSpecs", 0, "rayStartParams", "resources"], 8),
         (["spec", "rayClusterConfig", "workerGroupSpecs", 0, "replicas"], "two"),
         (["spec", "serveConfigV2"], {"applications": []}),
+        (["spec", "rayClusterConfig", "authOptions", "mode"], "on"),
+        (["spec", "rayClusterConfig", "gcsFaultToleranceOptions", "redisPassword"], "secret"),
     ],
 )
 def test_schema_rejects_a_broken_manifest(path: list[Any], value: Any) -> None:
@@ -126,3 +130,46 @@ def test_every_pod_gets_the_api_key_from_the_secret() -> None:
                 },
             }
         ], container["name"]
+
+
+def _cluster() -> dict[str, Any]:
+    return _manifest()["spec"]["rayClusterConfig"]
+
+
+def test_ray_token_authentication_is_on_with_the_token_from_a_secret() -> None:
+    """KubeRay v1.7.0 passes the Secret's auth_token to every Ray container as
+    RAY_AUTH_TOKEN, and refuses token mode without a rayVersion of 2.52 or later
+    (ray-operator/controllers/ray/utils/validation.go)."""
+    cluster = _cluster()
+    assert cluster["authOptions"] == {"mode": "token", "secretName": "deepseek-v4-flash-ray-token"}
+    major, minor, _ = (int(part) for part in cluster["rayVersion"].split("."))
+    assert (major, minor) >= (2, 52)
+    # The Ray the image installs: one version, said in the Dockerfile.
+    (image_ray,) = re.findall(r"^ARG RAY_VERSION=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    assert cluster["rayVersion"] == image_ray
+
+
+def test_gcs_fault_tolerance_uses_redis_with_the_password_from_a_secret() -> None:
+    options = _cluster()["gcsFaultToleranceOptions"]
+    # The default backend (redis) needs an address; no password in the manifest itself.
+    assert options.get("backend", "redis") == "redis" and options["redisAddress"]
+    assert options["redisPassword"] == {
+        "valueFrom": {"secretKeyRef": {"name": "deepseek-v4-flash-redis", "key": "password"}}
+    }
+    (head,) = _cluster()["headGroupSpec"]["template"]["spec"]["containers"]
+    # KubeRay rejects a Redis password given anywhere else once the options are set.
+    assert "redis-password" not in _cluster()["headGroupSpec"]["rayStartParams"]
+    set_by_kuberay = {"REDIS_PASSWORD", "RAY_REDIS_ADDRESS"}
+    assert not [e for e in head.get("env", []) if e["name"] in set_by_kuberay]
+
+
+def test_liveness_does_not_wait_for_the_model_and_readiness_does() -> None:
+    """A liveness probe on Serve's proxy fails until a replica runs, so it restarted the
+    pod while the weights loaded; the raylet's health check answers within seconds."""
+    (container,) = _worker()["template"]["spec"]["containers"]
+    liveness, readiness = container["livenessProbe"], container["readinessProbe"]
+    # The dashboard agent's health endpoint, public under token authentication
+    # (ray/dashboard/http_server_agent.py, PUBLIC_EXACT_PATHS).
+    assert liveness["httpGet"] == {"path": "/api/healthz", "port": 52365}
+    assert readiness["httpGet"] == {"path": "/-/healthz", "port": 8000}
+    assert "initialDelaySeconds" not in readiness  # readiness never restarts a pod
