@@ -119,14 +119,22 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    # No page links in the header: past five the theme folds the rest into a "More"
+    # menu. The left sidebar lists every page instead.
+    "navbar_center": [],
     "navbar_end": ["language-switcher", "theme-switcher", "navbar-icon-links"],
 }
+# The theme's own sidebar starts one level below the root, which on this flat site
+# is empty; _templates/site-nav.html shows the root toctree.
+html_sidebars = {"**": ["site-nav.html"]}
 # The theme's colour mode starts empty without this and logs a console error.
 html_context = {"default_mode": "auto"}
 templates_path = ["_templates"]
 # Without an icon, every page load asks the server for /favicon.ico and logs a 404.
 html_favicon = "_static/favicon.svg"
-html_static_path: list[str] = []
+# Only the stylesheet: the images in _static reach the pages through their directives.
+html_static_path = ["_static/css"]
+html_css_files = ["site.css"]
 html_show_sourcelink = False
 
 # No prompts on the pages; strip none, copy what is shown.

@@ -118,3 +118,122 @@ def test_the_language_switch_goes_to_the_same_page_and_back(
     WebDriverWait(browser, 10).until(lambda b: b.current_url == f"{site_url}/tuning.html")
     assert browser.find_element(By.TAG_NAME, "h1").text == english_heading
     assert _console_errors(browser) == []
+
+
+#: The width the issue measured at; the site's column layout is the desktop one there.
+DESKTOP = {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+_TABLES_WIDER_THAN_COLUMN = """
+return Array.from(document.querySelectorAll('article.bd-article table')).flatMap((table, i) => {
+  const column = document.querySelector('article.bd-article').clientWidth;
+  const width = Math.ceil(table.getBoundingClientRect().width);
+  return width > column || table.scrollWidth > table.parentElement.clientWidth
+    ? [`table ${i + 1}: ${table.scrollWidth} px wide in a ${column} px column`]
+    : [];
+});
+"""
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_no_table_is_wider_than_its_column_at_1400_px(
+    browser: WebDriver, site_url: str, pages: list[str], edition: str, screenshots: Path
+) -> None:
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", DESKTOP)
+    try:
+        too_wide = {}
+        tables = 0
+        for page in pages:
+            _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+            tables += len(browser.find_elements(By.CSS_SELECTOR, "article.bd-article table"))
+            found = browser.execute_script(_TABLES_WIDER_THAN_COLUMN)
+            if found:
+                too_wide[page] = found
+                browser.save_screenshot(
+                    str(screenshots / f"{edition}-{page.removesuffix('.html')}-wide-table.png")
+                )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert tables > 10
+    assert too_wide == {}
+
+
+def _page_of(href: str) -> str:
+    """The HTML file a link leads to, without its directory, query and anchor."""
+    return re.split(r"[?#]", href)[0].rsplit("/", 1)[-1]
+
+
+def _sidebar(browser: WebDriver) -> list[tuple[str, str]]:
+    """(page, title) of each entry of the left sidebar, in order; the current page is ``#``."""
+    return [
+        (_page_of(link.get_attribute("href")), link.text)
+        for link in browser.find_elements(By.CSS_SELECTOR, "nav.site-nav a.reference.internal")
+    ]
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_sidebar_lists_every_page_and_leads_to_each(
+    browser: WebDriver, site_url: str, pages: list[str], edition: str, screenshots: Path
+) -> None:
+    base = f"{site_url}/{EDITIONS[edition]}"
+    _open(browser, f"{base}index.html")
+    # The theme folds header links past five into a "More" menu; the header holds none.
+    assert browser.find_elements(By.CSS_SELECTOR, "#pst-nav-more-links") == []
+    assert _visible(browser, ".bd-header a.nav-link.nav-internal") == []
+    entries = _sidebar(browser)
+    assert sorted(page for page, _ in entries) == sorted(set(pages) - {"index.html"})
+    captions = [c.text for c in _visible(browser, "nav.site-nav p.caption")]
+    assert len(captions) >= 3
+    if edition == "zh_CN":
+        assert all(_CJK.search(caption) for caption in captions), captions
+    for page, title in entries:
+        link = browser.find_element(
+            By.CSS_SELECTOR, f"nav.site-nav a.reference.internal[href$='{page}']"
+        )
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
+        WebDriverWait(browser, 10).until(lambda b, page=page: _page_of(b.current_url) == page)
+        # The same list on every page, with this page's entry marked as the current one.
+        assert [t for _, t in _sidebar(browser)] == [t for _, t in entries], page
+        current = browser.find_elements(By.CSS_SELECTOR, "nav.site-nav a[aria-current='page']")
+        assert [a.text for a in current] == [title], page
+        assert browser.find_element(By.TAG_NAME, "h1").text, page
+        assert _console_errors(browser) == [], f"{edition}/{page}"
+    browser.save_screenshot(str(screenshots / f"{edition}-sidebar.png"))
+
+
+def _code_blocks(browser: WebDriver) -> list[str]:
+    """The text of every code block on the page, hidden tab panels included."""
+    return [
+        pre.get_attribute("textContent").strip()
+        for pre in browser.find_elements(By.CSS_SELECTOR, "article div.highlight pre")
+    ]
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_quick_start_leads_to_the_pages_that_run_its_commands(
+    browser: WebDriver, site_url: str, edition: str, screenshots: Path
+) -> None:
+    base = f"{site_url}/{EDITIONS[edition]}"
+    _open(browser, f"{base}index.html")
+    link = _visible(browser, "article.bd-article a.reference.internal[href$='quickstart.html']")
+    assert link, "the index page links to the quick start"
+    link[0].click()
+    WebDriverWait(browser, 10).until(lambda b: _page_of(b.current_url) == "quickstart.html")
+    blocks = _code_blocks(browser)
+    _wait_for_copy_buttons(browser, len(blocks))
+    browser.save_screenshot(str(screenshots / f"{edition}-quickstart-walk.png"))
+    links = {
+        a.get_attribute("href")
+        for a in browser.find_elements(By.CSS_SELECTOR, "article.bd-article a.reference.internal")
+    }
+    # The quick start runs nothing itself: each block must be a block of a page it links
+    # to, which the harness runs or checks there.
+    shown_there: set[str] = set()
+    for href in sorted(links):
+        _open(browser, href)
+        anchor = href.partition("#")[2]
+        assert not anchor or browser.find_elements(By.ID, anchor), f"{href}: no such anchor"
+        assert browser.find_element(By.TAG_NAME, "h1").text, href
+        assert _console_errors(browser) == [], href
+        shown_there.update(_code_blocks(browser))
+    assert len(blocks) >= 8
+    assert [block for block in blocks if block not in shown_there] == []
