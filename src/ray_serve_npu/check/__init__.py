@@ -82,7 +82,7 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
             deployments += parse_rayservice(path, document)
         recognised = recognised or kind is not None
     if not recognised and not page:
-        found = "no YAML document (the file is empty)" if not documents else "nothing it reads"
+        found = "nothing it reads" if documents else "no YAML document (empty, or all comments)"
         raise NothingToCheck(
             f"the checker found {found}: it reads {_WHAT_IS_READ}",
             "pass one of those; to check other YAML, this checker is not the tool",

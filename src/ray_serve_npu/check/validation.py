@@ -59,7 +59,8 @@ def _specific(error: ValidationError) -> ValidationError:
     if error.validator in ("oneOf", "anyOf") and error.context:
         # An alternative of the value's type that failed inside, or on another keyword;
         # if every alternative failed on the type alone, the type is the problem.
-        inside = [e for e in error.context if e.validator != "type"]
+        depth = len(error.absolute_path)
+        inside = [e for e in error.context if e.validator != "type" or len(e.absolute_path) > depth]
         if inside:
             return _specific(best_match(inside))
     return error

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
@@ -27,6 +27,8 @@ Path = tuple[str | int, ...]
 # A Compose file or Serve config holds hundreds of values, nested a dozen deep.
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
+_STANDARD_TAGS = "tag:yaml.org,2002:"
+_STR_TAG = _STANDARD_TAGS + "str"
 
 
 @dataclass
@@ -139,6 +141,16 @@ class _Walk:
                 "write the values out instead of nesting aliases",
                 line,
             )
+        where = ".".join(map(str, path)) or "the document"
+        tag = getattr(getattr(value, "tag", None), "value", None)
+        if tag == _STR_TAG and isinstance(value, TaggedScalar):
+            return str(value.value)
+        if tag is not None and not tag.startswith(_STANDARD_TAGS):
+            raise InputError(
+                f"{where} carries the YAML tag {tag}, which no Compose file or Serve config uses",
+                "remove the tag",
+                line,
+            )
         if isinstance(value, CommentedMap | CommentedSeq):
             if id(value) in self.open:
                 raise _recursive_alias(line)
@@ -158,7 +170,6 @@ class _Walk:
         for kind in (int, float, str):
             if isinstance(value, kind):
                 return kind(value)
-        where = ".".join(map(str, path)) or "the document"
         raise InputError(
             f"{where} is a YAML {type(value).__name__} value, "
             "which no Compose file or Serve config holds",
