@@ -40,9 +40,8 @@ _KEY_FIX = (
 def api_key_from_env() -> str | None:
     """The key in :data:`API_KEY_ENV_VAR`; None, with a warning, if it is unset.
 
-    Raises:
-        ValueError: The key is empty, or no HTTP header can carry it unchanged,
-            so no request could ever match it.
+    Raises ValueError if the key is empty or no HTTP header can carry it
+    unchanged: no request could ever match it.
     """
     key = os.environ.get(API_KEY_ENV_VAR)
     if key is None:
@@ -93,10 +92,11 @@ class ApiKeyMiddleware:
     ``vllm/entrypoints/openai/server_utils.py``, vLLM 0.22): the scheme in any
     case, the key compared in constant time. It holds only the key's SHA-256
     digest. WebSocket connections need the key too: one without it is refused
-    before it is accepted, with the same 401 where the server supports the ASGI
-    WebSocket denial response, else with a close that the server turns into
-    HTTP 403. CORS preflight requests (``OPTIONS``) pass: browsers send them
-    without credentials, and Ray's CORS middleware answers them.
+    before it is accepted, with the same 401 where the server supports ASGI's
+    WebSocket denial response extension (Ray Serve 2.60's proxy does), else
+    with a close that the server turns into HTTP 403. CORS preflight requests
+    (``OPTIONS``) pass: browsers send them without credentials, and Ray's CORS
+    middleware answers them.
     """
 
     def __init__(self, app: ASGIApp, key_digest: bytes) -> None:
