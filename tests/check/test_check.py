@@ -369,13 +369,10 @@ GUIDE_MOUNTS = (
 def test_writable_mounts_name_what_the_engine_only_reads() -> None:
     found = {f.line: f for f in check_file(GUIDE) if f.rule_id == "writable-host-mount"}
     assert found[66].message.startswith(
-        "/workspace is mounted writable, and the engine only reads "
-        "/workspace/DeepSeek-V4-Flash-w8a8-mtp"
+        "/workspace, which holds the weights /workspace/DeepSeek-V4-Flash-w8a8-mtp, "
+        "is mounted writable: "
     )
-    assert found[68].message.startswith(
-        "/usr/local/Ascend/driver is mounted writable, and the engine only reads "
-        "/usr/local/Ascend/driver"
-    )
+    assert found[68].message.startswith("/usr/local/Ascend/driver is mounted writable: ")
     assert all(":ro" in f.fix and f.severity is Severity.WARNING for f in found.values())
 
 
@@ -410,6 +407,26 @@ def test_one_read_only_mount_clears_its_line(tmp_path, guide_text, old, new) -> 
     found = ids(check_file(variant(tmp_path, guide_text, old, new)))
     assert ("writable-host-mount", line) not in found
     assert len({n for rule, n in found if rule == "writable-host-mount"}) == 3
+
+
+DOCKER_RUN = """#!/bin/bash
+docker run --rm -it --device /dev/davinci0 \\
+  -v /usr/local/dcmi:/usr/local/dcmi{dcmi} \\
+  --mount type=bind,source=/usr/local/Ascend/driver,target=/usr/local/Ascend/driver{driver} \\
+  -v /root/.cache:/root/.cache \\
+  -v "$MODEL_PATH":/models/m:ro \\
+  quay.io/ascend/vllm-ascend:v0.22.1rc1 vllm serve /models/m --host 127.0.0.1
+"""
+
+
+@pytest.mark.parametrize(
+    ("dcmi", "driver", "lines"),
+    [("", "", {3, 4}), (":ro", ",readonly", set()), (":ro,z", ",readonly=false", {4})],
+)
+def test_writable_mounts_of_a_docker_run(tmp_path, dcmi, driver, lines) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(DOCKER_RUN.format(dcmi=dcmi, driver=driver))
+    assert {n for rule, n in ids(check_file(script)) if rule == "writable-host-mount"} == lines
 
 
 API_KEY_PAGE = """# Serve with a key

@@ -525,9 +525,9 @@ def check_writable_host_mount(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
                 None,
             )
             if root is not None:
-                why = f"{mount.target} is mounted writable, and the engine only reads {root}"
+                why = f"{mount.target} is mounted writable"
             elif mount is weights:
-                why = f"{mount.target} is mounted writable, and the engine only reads {model}"
+                why = f"{mount.target}, which holds the weights {model}, is mounted writable"
             else:
                 continue
             findings.append(_finding(rule, dep, mount.line, f"{why}: " + rule.what))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.mounts import docker_mount, short_syntax
 from ray_serve_npu.check.vllm_args import apply_serve_argv
 
 _SEPARATORS = {"&&", "||", ";", "|", "&"}
@@ -102,6 +103,10 @@ def _docker_run(tokens: list[Setting], deployment: Deployment) -> None:
             deployment.env[pair[0]] = Setting(value=pair[1], line=line)
         elif name == "--device" and (number := device_index(value)) is not None:
             deployment.devices.append(Setting(value=number, line=line))
+        elif name in ("-v", "--volume") and (mount := short_syntax(value, line)):
+            deployment.mounts.append(mount)
+        elif name == "--mount" and (mount := docker_mount(value, line)):
+            deployment.mounts.append(mount)
         index += 1 if eq or name not in _DOCKER_VALUE_OPTIONS else 2
 
 
