@@ -1,0 +1,2 @@
+#!/bin/sh
+vllm serve /models/Qwen3-8B --config /etc/vllm/serve.yaml
