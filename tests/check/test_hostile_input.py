@@ -106,6 +106,13 @@ def test_files_that_are_not_configurations(tmp_path: Path, capsys) -> None:
     ]
 
 
+def test_a_reused_anchor_is_yaml(recwarn: pytest.WarningsRecorder) -> None:
+    """A later anchor of the same name replaces the earlier one, without a warning."""
+    (document,) = load_documents("a: &x 1\nb: &x 2\nc: *x\n")
+    assert document.data == {"a": 1, "b": 2, "c": 2}
+    assert not recwarn.list
+
+
 def test_serve_configs_are_read_as_ray_reads_them(tmp_path: Path) -> None:
     """Ray reads Serve configs with PyYAML (YAML 1.1), where `yes` is true."""
     assert load_documents("a: yes\n")[0].data == {"a": "yes"}

@@ -9,13 +9,14 @@ lines of aliases can stand for billions of values). A file past a bound is an
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.constructor import RoundTripConstructor
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
 from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import LiteralScalarString
@@ -42,14 +43,6 @@ class Document:
     literal_blocks: dict[Path, int]
 
 
-def _recursive_alias(line: int) -> InputError:
-    return InputError(
-        "an alias refers to the value that contains it (a recursive alias)",
-        "point the alias at a value outside its own anchor, or write the value out",
-        line,
-    )
-
-
 class _Constructor(RoundTripConstructor):  # type: ignore[misc]
     """ruamel.yaml's round-trip constructor, refusing an alias inside its own anchor.
 
@@ -59,7 +52,11 @@ class _Constructor(RoundTripConstructor):  # type: ignore[misc]
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         if node not in self.constructed_objects and node in self.recursive_objects:
-            raise _recursive_alias(node.start_mark.line + 1)
+            raise InputError(
+                "an alias refers to the value that contains it (a recursive alias)",
+                "point the alias at a value outside its own anchor, or write the value out",
+                node.start_mark.line + 1,
+            )
         return super().construct_object(node, deep=deep)
 
 
@@ -123,8 +120,6 @@ class _Walk:
         self.values = 0
         self.lines: dict[Path, int] = {}
         self.literal_blocks: dict[Path, int] = {}
-        # Containers being copied: meeting one again inside itself is a cycle.
-        self.open: set[int] = set()
 
     def value(self, value: Any, path: Path, line: int) -> Any:
         self.values += 1
@@ -151,16 +146,10 @@ class _Walk:
                 "remove the tag",
                 line,
             )
-        if isinstance(value, CommentedMap | CommentedSeq):
-            if id(value) in self.open:
-                raise _recursive_alias(line)
-            self.open.add(id(value))
-            try:
-                if isinstance(value, CommentedMap):
-                    return self._mapping(value, path)
-                return self._sequence(value, path)
-            finally:
-                self.open.discard(id(value))
+        if isinstance(value, CommentedMap):
+            return self._mapping(value, path)
+        if isinstance(value, CommentedSeq):
+            return self._sequence(value, path)
         if isinstance(value, ScalarBoolean):
             return bool(value)
         if value is None or isinstance(value, bool):
@@ -230,8 +219,12 @@ def load_documents(
     shift = first_line - 1
     documents = []
     try:
-        _check_depth(yaml, text)
-        for data in yaml.load_all(text):
+        with warnings.catch_warnings():
+            # YAML lets a later anchor of a name replace the earlier one.
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            _check_depth(yaml, text)
+            raw = list(yaml.load_all(text))
+        for data in raw:
             if data is None:
                 continue
             walk = _Walk()
