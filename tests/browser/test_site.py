@@ -139,7 +139,7 @@ def test_no_table_is_wider_than_its_column_at_1400_px(
 ) -> None:
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", DESKTOP)
     try:
-        too_wide = {}
+        too_wide: dict[str, list[str]] = {}
         tables = 0
         for page in pages:
             _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
@@ -162,7 +162,7 @@ def _page_of(href: str) -> str:
 
 
 def _sidebar(browser: WebDriver) -> list[tuple[str, str]]:
-    """(page, title) of each entry of the left sidebar, in order; the current page is ``#``."""
+    """(page, title) of each entry of the left sidebar, in order."""
     return [
         (_page_of(link.get_attribute("href")), link.text)
         for link in browser.find_elements(By.CSS_SELECTOR, "nav.site-nav a.reference.internal")
