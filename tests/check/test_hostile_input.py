@@ -76,7 +76,7 @@ def test_unreadable_files_outweigh_findings(capsys: pytest.CaptureFixture[str]) 
 def test_a_walked_directory_skips_what_the_checker_does_not_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("unrecognised.yaml", "merge-key-compose.yaml"):
+    for name in ("unrecognised.yaml", "merge-key-list.yaml"):
         shutil.copy(HOSTILE / name, tmp_path / name)
     assert main([str(tmp_path)]) == 1
     out, err = capsys.readouterr()
@@ -87,7 +87,7 @@ def test_a_walked_directory_skips_what_the_checker_does_not_read(
     # Named, the same file is an error; a directory with nothing to read is too.
     with pytest.raises(InputError, match="nothing it reads"):
         check_paths([tmp_path / "unrecognised.yaml"])
-    (tmp_path / "merge-key-compose.yaml").unlink()
+    (tmp_path / "merge-key-list.yaml").unlink()
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().out == "0 file(s) checked: 0 finding(s)\n"
 
