@@ -6,6 +6,7 @@ Every version and image tag on the pages comes from ``ray_serve_npu.compat`` and
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -102,6 +103,13 @@ myst_substitutions = {
     "visible_devices_env": hardware.VISIBLE_DEVICES_ENV_VAR,
     "noset_visible_devices_env": hardware.NOSET_VISIBLE_DEVICES_ENV_VAR,
     "pin_table": _pin_table(),
+    # The loads and bounds tests/resilience asserts, as docs/troubleshooting.md states them.
+    **{
+        f"resilience_{name}": str(value)
+        for name, value in json.loads(
+            (ROOT / "tests" / "resilience" / "guarantees.json").read_text()
+        ).items()
+    },
 }
 
 # -- Editions: English source, Chinese through gettext ----------------------

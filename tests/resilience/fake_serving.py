@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +32,13 @@ from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")
+#: The loads and bounds the tests assert, one figure each; docs/troubleshooting.md
+#: shows them as ``{{ resilience_<name> }}`` (docs/conf.py reads this file).
+GUARANTEES: dict[str, Any] = json.loads(Path(__file__).with_name("guarantees.json").read_text())
 MODEL_ID = "deepseek-v4-flash"
 #: The engine's batch limit in the served app, cut from the recipe's 32 so that a
 #: load of 64 clients is eight times what the engine runs at once.
-MAX_NUM_SEQS = 8
+MAX_NUM_SEQS: int = GUARANTEES["max_num_seqs"]
 #: Ray Serve LLM names the model's deployment ``LLMServer:<model_id>``.
 LLM_DEPLOYMENT_PREFIX = "LLMServer"
 #: Tiny-model start-up is about a minute on two cores; leave room for a loaded machine.
@@ -82,6 +85,16 @@ class ServedApp:
     ready_s: float
     #: Each node's Prometheus endpoint (Ray exports Serve's and vLLM's metrics there).
     metrics_urls: list[str]
+
+    def logged(self, needles: Iterable[str]) -> dict[str, str]:
+        """Where each of ``needles`` appears in the cluster's logs: a log file's name."""
+        wanted = set(needles)
+        found: dict[str, str] = {}
+        for path in sorted((self.cluster.temp_dir / "session_latest" / "logs").rglob("*")):
+            if path.is_file() and wanted - found.keys():
+                text = path.read_text(errors="replace")
+                found |= {needle: path.name for needle in wanted - found.keys() if needle in text}
+        return found
 
     def engine_worker_pids(self) -> list[int]:
         """Pids of live engine workers that hold an NPU."""
@@ -153,6 +166,8 @@ class StreamOutcome:
     """What one streaming client saw, from the request to the end of the response."""
 
     status: int | None = None
+    #: The ``X-Request-ID`` header of the response: Serve's id of the request.
+    request_id: str | None = None
     #: The stream's closing ``data: [DONE]`` arrived.
     done: bool = False
     chunks: int = 0
@@ -166,6 +181,8 @@ class StreamOutcome:
     #: ``usage.completion_tokens`` of the final chunk (``stream_options.include_usage``).
     completion_tokens: int | None = None
     first_chunk_s: float | None = None
+    #: ``time.time()`` when the first generated chunk arrived.
+    first_chunk_at: float | None = None
     total_s: float = 0.0
     #: ``time.time()`` when the response ended, however it ended.
     ended_at: float = 0.0
@@ -175,17 +192,41 @@ class StreamOutcome:
     def completed(self) -> bool:
         return self.status == 200 and self.done and self.error is None
 
+    def open_at(self, moment: float) -> bool:
+        """Whether the stream had sent a generated chunk and not yet ended at ``moment``."""
+        return self.first_chunk_at is not None and self.first_chunk_at <= moment < self.ended_at
+
+
+class OpenStreams:
+    """Counts the streams that have sent a generated chunk and not yet ended.
+
+    ``reached`` is set once ``target`` of them are open at the same time.
+    """
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.reached = asyncio.Event()
+
+    def begin(self) -> None:
+        self.count += 1
+        if self.count >= self.target:
+            self.reached.set()
+
+    def end(self) -> None:
+        self.count -= 1
+
 
 async def stream_chat(
     client: httpx.AsyncClient,
     base_url: str,
     body: Mapping[str, Any],
     timeout_s: float,
-    first_chunk: asyncio.Event | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> StreamOutcome:
     """Send one streaming chat request and read its events to the end.
 
-    Sets ``first_chunk`` when a generated chunk arrives.
+    Counts the stream in ``open_streams`` from its first generated chunk to its end.
     """
     outcome = StreamOutcome()
     started = time.monotonic()
@@ -195,10 +236,11 @@ async def stream_chat(
             "POST", f"{base_url}/v1/chat/completions", json={**body, "stream": True}
         ) as response:
             outcome.status = response.status_code
+            outcome.request_id = response.headers.get("x-request-id")
             if response.status_code != 200:
                 outcome.error = (await response.aread()).decode(errors="replace")
                 return
-            await _read_events(response, outcome, started, first_chunk)
+            await _read_events(response, outcome, started, open_streams)
 
     try:
         await asyncio.wait_for(read_response(), timeout_s)
@@ -210,6 +252,8 @@ async def stream_chat(
     finally:
         outcome.total_s = time.monotonic() - started
         outcome.ended_at = time.time()
+        if open_streams is not None and outcome.first_chunk_at is not None:
+            open_streams.end()
     return outcome
 
 
@@ -217,7 +261,7 @@ async def _read_events(
     response: httpx.Response,
     outcome: StreamOutcome,
     started: float,
-    first_chunk: asyncio.Event | None,
+    open_streams: OpenStreams | None,
 ) -> None:
     async for line in response.aiter_lines():
         if not line.startswith("data: "):
@@ -238,8 +282,9 @@ async def _read_events(
         outcome.chunks += 1
         if outcome.first_chunk_s is None:
             outcome.first_chunk_s = time.monotonic() - started
-            if first_chunk is not None:
-                first_chunk.set()
+            outcome.first_chunk_at = time.time()
+            if open_streams is not None:
+                open_streams.begin()
     if not outcome.done and outcome.error is None:
         outcome.error = "the stream ended without data: [DONE]"
 
@@ -248,14 +293,14 @@ async def stream_many(
     base_url: str,
     bodies: list[Mapping[str, Any]],
     timeout_s: float,
-    first_chunk: asyncio.Event | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> list[StreamOutcome]:
     """Stream every body at once, each on its own connection, as separate clients would."""
     limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_s)) as client:
         return list(
             await asyncio.gather(
-                *(stream_chat(client, base_url, body, timeout_s, first_chunk) for body in bodies)
+                *(stream_chat(client, base_url, body, timeout_s, open_streams) for body in bodies)
             )
         )
 
@@ -301,8 +346,8 @@ def wait_for_success(base_url: str, deadline_s: float) -> float:
 #: vLLM's histogram of the time each request waited before it was scheduled
 #: (``vllm:request_queue_time_seconds``, as Ray exports it).
 QUEUE_TIME_METRIC = "ray_vllm_request_queue_time_seconds"
-#: vLLM's smallest queue-time bucket, in seconds.
-SHORTEST_QUEUE_BUCKET = "0.3"
+#: vLLM's smallest queue-time bucket, in seconds (the label of its ``le``).
+SHORTEST_QUEUE_BUCKET: str = GUARANTEES["queue_wait_over_s"]
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
 """Faults under load on the fake NPU tier: kill the replica, then an engine worker.
 
 Each kill is a SIGKILL in the middle of a load of streaming clients, to a process
-of this package's own fake cluster. Serve must bring the app back; every
-in-flight stream must end in an error event the client raises on, never hang;
-later requests must succeed. Real Ray Serve LLM, plugin and vLLM (CPU build);
-fake NPUs and a tiny random model.
+of this package's own fake cluster, once a whole batch of streams has begun. Serve
+must bring the app back; every stream the kill cuts must end in the plugin's error
+event for that fault (ray_serve_npu.streams), whose request id is in the server
+log; none may hang; later requests must succeed. Real Ray Serve LLM, plugin and
+vLLM (CPU build); fake NPUs and a tiny random model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -17,9 +19,13 @@ from typing import Any
 
 import pytest
 
+from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST, StreamFault
+
 from .fake_serving import (
+    GUARANTEES,
     LLM_DEPLOYMENT_PREFIX,
     MAX_NUM_SEQS,
+    OpenStreams,
     ServedApp,
     StreamOutcome,
     chat_body,
@@ -31,25 +37,41 @@ from .fake_serving import (
 pytestmark = pytest.mark.fake_npu
 
 #: Two batches of long answers: the engine is busy when the kill lands.
-CLIENTS = 2 * MAX_NUM_SEQS
-TOKENS_PER_ANSWER = 1000
+CLIENTS: int = GUARANTEES["fault_clients"]
+TOKENS_PER_ANSWER: int = GUARANTEES["fault_tokens_per_answer"]
+#: The kill waits until this many streams have sent a chunk and are still open,
+#: so that it cuts streams mid-answer: a whole batch of the engine.
+STREAMS_OPEN_AT_KILL: int = GUARANTEES["fault_streams_open_at_kill"]
 #: A stream still open after this long counts as a hang.
-CLIENT_TIMEOUT_S = 120
+CLIENT_TIMEOUT_S: float = GUARANTEES["fault_client_timeout_s"]
+#: Every stream the kill breaks ends within this long after it.
+CUT_STREAMS_END_WITHIN_S: float = GUARANTEES["fault_cut_streams_end_within_s"]
 #: Serve's health check (10 s period in Ray Serve LLM) plus an engine start.
-RECOVERY_DEADLINE_S = 300
+RECOVERY_DEADLINE_S: float = GUARANTEES["fault_recovery_deadline_s"]
+
+
+def test_the_kill_waits_for_at_most_the_streams_the_engine_runs_at_once() -> None:
+    assert STREAMS_OPEN_AT_KILL <= MAX_NUM_SEQS < CLIENTS
 
 
 async def _kill_under_load(app: ServedApp, pid: int) -> tuple[list[StreamOutcome], float]:
-    """Stream :data:`CLIENTS` long answers; SIGKILL ``pid`` once the first chunk arrives."""
-    first_chunk = asyncio.Event()
+    """Stream :data:`CLIENTS` long answers; SIGKILL ``pid`` once enough of them are open."""
+    open_streams = OpenStreams(STREAMS_OPEN_AT_KILL)
     bodies = [
         chat_body(f"In flight {index}", max_tokens=TOKENS_PER_ANSWER, ignore_eos=True)
         for index in range(CLIENTS)
     ]
     load = asyncio.ensure_future(
-        stream_many(app.base_url, bodies, CLIENT_TIMEOUT_S, first_chunk=first_chunk)
+        stream_many(app.base_url, bodies, CLIENT_TIMEOUT_S, open_streams=open_streams)
     )
-    await asyncio.wait_for(first_chunk.wait(), CLIENT_TIMEOUT_S)
+    try:
+        await asyncio.wait_for(open_streams.reached.wait(), CLIENT_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        raise AssertionError(
+            f"{STREAMS_OPEN_AT_KILL} streams were never open at once within "
+            f"{CLIENT_TIMEOUT_S} s: {await load}"
+        ) from None
+    # No await between the count and the kill: the streams counted are open at the kill.
     killed_at = time.time()
     os.kill(pid, signal.SIGKILL)
     return await load, killed_at
@@ -64,38 +86,63 @@ def _assert_recovers(app: ServedApp, killed_at: float, record_figure: Any) -> No
     assert all(outcome.completed for outcome in later), later
 
 
+def _assert_the_fault_event(outcome: StreamOutcome, fault: StreamFault) -> None:
+    """The stream ended in ``fault``'s event for its own request id, then ``data: [DONE]``."""
+    assert outcome.status == 200 and outcome.done, outcome
+    assert outcome.request_id, outcome
+    assert outcome.error_events == [
+        {
+            "error": {
+                "message": fault.message.format(request_id=outcome.request_id),
+                "type": fault.error_type,
+                "param": None,
+                "code": fault.code,
+            }
+        }
+    ], outcome
+
+
 def _assert_cut_streams_end_in_errors(
-    outcomes: list[StreamOutcome], killed_at: float, error_code: int, record_figure: Any
+    app: ServedApp,
+    outcomes: list[StreamOutcome],
+    killed_at: float,
+    fault: StreamFault,
+    record_figure: Any,
 ) -> None:
     hung = [outcome for outcome in outcomes if outcome.timed_out]
     assert not hung, f"{len(hung)} streams hung: {hung}"
+    # The streams open at the kill had begun their answers (HTTP 200 sent): each
+    # must end in the fault's error event, on which the OpenAI client raises.
+    open_at_kill = [outcome for outcome in outcomes if outcome.open_at(killed_at)]
+    assert len(open_at_kill) >= STREAMS_OPEN_AT_KILL, outcomes
+    for outcome in open_at_kill:
+        _assert_the_fault_event(outcome, fault)
+    # The others either completed, were cut too (the same event), or reached no
+    # replica and got an HTTP error status with a body instead.
     cut = [outcome for outcome in outcomes if not outcome.completed]
-    # Requests were still queued or generating when the kill landed, so some
-    # stream must be cut. Not necessarily a whole batch: Serve forwards stream
-    # chunks in batches, and a CI run saw the first chunk arrive only after the
-    # first batch of answers had finished.
-    assert cut, outcomes
-    # A stream that had begun (HTTP 200) ends in an error event, then [DONE]: the
-    # OpenAI client raises APIError on it. A request that reached no replica gets
-    # an HTTP error status instead, with a body.
     streamed = [outcome for outcome in cut if outcome.status == 200]
     refused = [outcome for outcome in cut if outcome.status != 200]
-    assert all(outcome.error_events and outcome.done for outcome in streamed), streamed
-    assert all(
-        event["error"]["code"] == error_code
-        for outcome in streamed
-        for event in outcome.error_events
-    ), streamed
+    for outcome in streamed:
+        _assert_the_fault_event(outcome, fault)
     assert all(
         outcome.status is not None and outcome.status >= 500 and outcome.error
         for outcome in refused
     ), refused
-    record_figure("cut streams: error event / HTTP error", f"{len(streamed)} / {len(refused)}")
-    record_figure("in-flight streams cut", f"{len(cut)}/{len(outcomes)}")
-    record_figure(
-        "kill to last cut stream's end s",
-        round(max(outcome.ended_at for outcome in cut) - killed_at, 1),
-    )
+    last_end_s = max(outcome.ended_at for outcome in cut) - killed_at
+    assert last_end_s <= CUT_STREAMS_END_WITHIN_S, [o.ended_at - killed_at for o in cut]
+    # The ingress logged each cut stream's exception beside its request id.
+    request_ids = {outcome.request_id for outcome in streamed if outcome.request_id}
+    logged = app.logged(request_ids)
+    missing = request_ids - logged.keys()
+    assert not missing, f"request ids of cut streams not in the cluster's logs: {missing}"
+
+    record_figure("open at the kill", f"{len(open_at_kill)}/{len(outcomes)}")
+    record_figure("cut: error event / HTTP error", f"{len(streamed)} / {len(refused)}")
+    record_figure("completed", len(outcomes) - len(cut))
+    record_figure("kill to last cut stream's end s", round(last_end_s, 1))
+    record_figure("HTTP error statuses", sorted({o.status for o in refused if o.status}))
+    record_figure("error event", json.dumps(streamed[0].error_events[0]) if streamed else None)
+    record_figure("request ids logged in", sorted(set(logged.values())))
 
 
 def test_fake_npu_replica_killed_under_load_errors_streams_and_serve_restarts_it(
@@ -106,9 +153,8 @@ def test_fake_npu_replica_killed_under_load_errors_streams_and_serve_restarts_it
     ].values()
     outcomes, killed_at = asyncio.run(_kill_under_load(app, pid))
 
-    # Ray's ingress would end these streams without a word; the plugin's guard
-    # (ray_serve_npu.ingress) sends a 503 error event.
-    _assert_cut_streams_end_in_errors(outcomes, killed_at, 503, record_figure)
+    # Ray's ingress would end these streams without a word.
+    _assert_cut_streams_end_in_errors(app, outcomes, killed_at, REPLICA_LOST, record_figure)
     _assert_recovers(app, killed_at, record_figure)
 
 
@@ -118,6 +164,6 @@ def test_fake_npu_engine_worker_killed_under_load_errors_streams_and_serve_resta
     (pid,) = app.engine_worker_pids()
     outcomes, killed_at = asyncio.run(_kill_under_load(app, pid))
 
-    # The engine reports its death to every open stream as an error event.
-    _assert_cut_streams_end_in_errors(outcomes, killed_at, 500, record_figure)
+    # vLLM's own event for its dead engine becomes the plugin's.
+    _assert_cut_streams_end_in_errors(app, outcomes, killed_at, ENGINE_FAILED, record_figure)
     _assert_recovers(app, killed_at, record_figure)

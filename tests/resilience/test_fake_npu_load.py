@@ -1,4 +1,4 @@
-"""Load on the fake NPU tier: 64 streaming clients against an engine that runs 8 at once.
+"""Load on the fake NPU tier: many more streaming clients than the engine runs at once.
 
 Real Ray Serve LLM, plugin and vLLM (CPU build); fake NPUs and a tiny random model.
 """
@@ -12,15 +12,24 @@ from typing import Any
 
 import pytest
 
-from .fake_serving import MAX_NUM_SEQS, QueueTimes, ServedApp, chat_body, queue_times, stream_many
+from .fake_serving import (
+    GUARANTEES,
+    MAX_NUM_SEQS,
+    QueueTimes,
+    ServedApp,
+    chat_body,
+    queue_times,
+    stream_many,
+)
 
 pytestmark = pytest.mark.fake_npu
 
-CLIENTS = 64
+CLIENTS: int = GUARANTEES["load_clients"]
 #: Long enough that a full batch takes a visible time, so the clients beyond
 #: ``max_num_seqs`` wait in vLLM's queue; ``ignore_eos`` makes every answer this long.
-TOKENS_PER_ANSWER = 256
-CLIENT_TIMEOUT_S = 300
+TOKENS_PER_ANSWER: int = GUARANTEES["load_tokens_per_answer"]
+#: Every stream must complete within this.
+CLIENT_TIMEOUT_S: float = GUARANTEES["load_client_timeout_s"]
 #: Ray's metrics agent exports what workers report every few seconds.
 METRICS_DEADLINE_S = 60
 
