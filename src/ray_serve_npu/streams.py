@@ -15,21 +15,25 @@ clients raise, and tells the two faults apart:
 
 The event carries a fixed message and the request id, never the exception's
 text (which names nodes, processes and actors). The server log has the full
-exception beside the same request id.
+exception beside the same request id. A request whose replica is lost before
+its first chunk gets :data:`REPLICA_LOST` as an HTTP 503 response, where Ray's
+ingress would answer 500 with the exception's text.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ray.exceptions import RayActorError
 from ray.serve import context as serve_context
+from starlette.responses import JSONResponse, Response
 
 from ray_serve_npu.ingress import openai_error
 
@@ -47,10 +51,13 @@ class StreamFault:
     #: The message, with ``{request_id}`` to fill in.
     message: str
 
+    def error(self, request_id: str) -> dict[str, Any]:
+        """The OpenAI error object for request ``request_id``."""
+        return openai_error(self.message.format(request_id=request_id), self.error_type, self.code)
+
     def event(self, request_id: str) -> str:
         """The server-sent event that ends the stream of request ``request_id``."""
-        error = openai_error(self.message.format(request_id=request_id), self.error_type, self.code)
-        return f"data: {json.dumps(error)}\n\n"
+        return f"data: {json.dumps(self.error(request_id))}\n\n"
 
 
 #: The replica actor died or is unreachable. Serve starts a new one, so a retry is served.
@@ -132,20 +139,47 @@ def ending_streams_in_errors(
                         continue
                     before, error = cut
                     rid = request_id()
-                    logger.error("Stream of request %s cut by the engine: %s", rid, error)
+                    logger.error(
+                        "Request %s failed (%s) mid-stream: the engine sent %s",
+                        rid,
+                        ENGINE_FAILED.error_type,
+                        error,
+                    )
                     yield before + ENGINE_FAILED.event(rid) + _DONE
                     return
         except Exception as error:
             fault = fault_of(error)
             rid = request_id()
-            logger.error(
-                "Stream of request %s cut (%s): %s",
-                rid,
-                fault.error_type,
-                type(error).__name__,
-                exc_info=error,
-            )
+            logger.error("Request %s failed (%s) mid-stream", rid, fault.error_type, exc_info=error)
             yield fault.event(rid) + _DONE
 
     stream.__wrapped__ = ray_wrapper  # type: ignore[attr-defined]
     return stream
+
+
+def answering_lost_replicas(
+    ray_process: Callable[..., Awaitable[Response]],
+) -> Callable[..., Awaitable[Response]]:
+    """Wrap ``OpenAiIngress._process_llm_request`` so that a lost replica gets a stable 503.
+
+    A replica lost before the answer began (before the first chunk, or during a
+    request that does not stream) gets :data:`REPLICA_LOST` as the response.
+    Ray's exception middleware would answer 500 with the exception's text
+    (``get_response_for_error`` in ``ray/llm/_internal/serve/utils/server_utils.py``).
+    """
+
+    @functools.wraps(ray_process)
+    async def process(self: Any, *args: Any, **kwargs: Any) -> Response:
+        try:
+            return await ray_process(self, *args, **kwargs)
+        except RayActorError as error:
+            rid = request_id()
+            logger.error(
+                "Request %s failed (%s) before its answer began",
+                rid,
+                REPLICA_LOST.error_type,
+                exc_info=error,
+            )
+            return JSONResponse(REPLICA_LOST.error(rid), status_code=REPLICA_LOST.code)
+
+    return process

@@ -10,12 +10,12 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx
 import openai
 import pytest
-from fastapi import FastAPI
-from fastapi.responses import StreamingResponse
+from fastapi import FastAPI, Request, Response
 from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
@@ -72,12 +72,12 @@ def _chunk(content: str) -> str:
 Replica = Callable[[], AsyncIterator[str]]
 
 
-def _replica(ending: BaseException | str | None) -> Replica:
-    """A replica's stream: two chunks, then ``ending`` (raised, or sent as an event)."""
+def _replica(ending: BaseException | str | None, texts: tuple[str, ...] = ("Hel", "lo")) -> Replica:
+    """A replica's stream: a chunk for each of ``texts``, then ``ending`` (raised, or sent)."""
 
     async def chunks() -> AsyncIterator[str]:
-        yield _chunk("Hel")
-        yield _chunk("lo")
+        for text in texts:
+            yield _chunk(text)
         if isinstance(ending, BaseException):
             raise ending
         if ending is not None:
@@ -87,8 +87,18 @@ def _replica(ending: BaseException | str | None) -> Replica:
     return chunks
 
 
+class _RayIngress:
+    """What ``OpenAiIngress._process_llm_request`` needs of its ingress: the replica's answer."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+
+    def _get_response(self, **_request: Any) -> AsyncIterator[str]:
+        return self.replica()
+
+
 def _ingress(replica: Replica) -> FastAPI:
-    """An app whose streaming route answers as Ray's ingress does, in a Serve request context."""
+    """An app whose chat route is Ray's ingress's, patched, in a Serve request context."""
     app = FastAPI()
 
     @app.middleware("http")
@@ -100,9 +110,9 @@ def _ingress(replica: Replica) -> FastAPI:
         return await call_next(request)
 
     @app.post("/v1/chat/completions")
-    async def chat() -> StreamingResponse:
-        return StreamingResponse(
-            ray_ingress._openai_json_wrapper(replica()), media_type="text/event-stream"
+    async def chat(request: Request) -> Response:
+        return await ray_ingress.OpenAiIngress._process_llm_request(
+            _RayIngress(replica), body=None, call_method="chat", raw_request=request
         )
 
     return app
@@ -226,3 +236,16 @@ def test_outside_a_serve_request_the_client_and_the_log_share_a_new_request_id(
     _assert_fault(error, streams.REPLICA_LOST, request_id)
     assert len(request_id) == 32
     assert request_id in caplog.text
+
+
+def test_a_replica_lost_before_the_first_chunk_gets_a_stable_503_without_internals(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    texts, error = _client_sees(_replica(REPLICA_DIED, texts=()))
+
+    assert texts == []
+    assert isinstance(error, openai.APIStatusError)
+    assert error.status_code == 503
+    assert error.body == streams.REPLICA_LOST.error(REQUEST_ID)["error"]
+    _assert_no_internals(error)
+    assert REQUEST_ID in caplog.text and NODE_IP in caplog.text
