@@ -72,12 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2
     findings = report.findings
-    version = vllm_version()
     if args.format == "json":
         print(
             json.dumps(
                 {
-                    "vllm_parser": version,
+                    "vllm_parser": vllm_version(),
                     "checked": report.checked,
                     "findings": [f.model_dump(mode="json") for f in findings],
                     "unreadable": report.unreadable,
@@ -97,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             summary += f"; {len(report.unreadable)} file(s) could not be read"
         if report.checked or not report.unreadable:
             print(summary)
-        if version is None:
+        # Only files that were read had flags to judge; importing vLLM takes seconds.
+        if report.checked and vllm_version() is None:
             print(
                 "note: vLLM is not importable; `vllm serve` flags were not checked", file=sys.stderr
             )
