@@ -217,7 +217,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", out)) / "models")
     fields = recipe_fields(model_dir)
     model = fields["model_loading_config"]["model_id"]
-    with fake_npu_cluster([BENCH_NODE]) as cluster, contextlib.ExitStack() as servers:
+    with (
+        fake_npu_cluster([BENCH_NODE]) as cluster,
+        # serve_apps drives the cluster from this process.
+        cluster.driver_env(),
+        contextlib.ExitStack() as servers,
+    ):
         print("starting direct vLLM and the two Serve apps", flush=True)
         urls = {DIRECT: servers.enter_context(direct_vllm(fields, model_dir, out))}
         apps = {SERVE_NPU: fields, SERVE_GPU: gpu_kind(fields)}

@@ -1,7 +1,9 @@
 """End to end on the fake-NPU tier: real Ray, Ray Serve LLM, vLLM (CPU build) and HTTP;
 fake NPU resources and a tiny random model.
 
-The app is the site's own recipe, recipes/serve_npu.py, run as the page runs it.
+The app is the site's own recipe, recipes/serve_npu.py, run as the page runs it, on a
+cluster under Ray's token authentication (test_fake_npu_token_auth.py checks that it
+refuses drivers without the token).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from openai import OpenAI
 
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.fake_tier import FakeNPUTier, fake_npu_tier
+from ray_serve_npu.testing.fake_tier import FakeNPUTier
 from ray_serve_npu.testing.processes import ProcessServer
 
 RECIPES = Path(__file__).parents[2] / "recipes"
@@ -24,12 +26,6 @@ MODEL_ID = "deepseek-v4-flash"
 PORT = 8000
 
 pytestmark = pytest.mark.fake_npu
-
-
-@pytest.fixture(scope="module")
-def tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeNPUTier]:
-    with fake_npu_tier(tmp_path_factory.mktemp("fake-npu-e2e")) as tier:
-        yield tier
 
 
 @pytest.fixture(scope="module")

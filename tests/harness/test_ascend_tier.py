@@ -18,7 +18,11 @@ from ray_serve_npu.testing.ascend_tier import (
     planned_tier_name,
     select_tier,
 )
-from ray_serve_npu.testing.tier import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR
+from ray_serve_npu.testing.tier import (
+    CLIENT_API_KEY_ENV_VAR,
+    MODEL_PATH_ENV_VAR,
+    RAY_AUTH_MODE_ENV_VAR,
+)
 
 
 def test_detect_npus_counts_fake_davinci_devices_only(tmp_path: Path) -> None:
@@ -49,7 +53,9 @@ def test_with_fake_detected_npus_the_ascend_tier_is_selected(tmp_path: Path) -> 
         assert env[MODEL_PATH_ENV_VAR] == "/models/w"
         # A fresh key for the pages' servers and clients, as a reader exports one.
         assert len(env[CLIENT_API_KEY_ENV_VAR]) >= 32
-        assert set(env) == {MODEL_PATH_ENV_VAR, CLIENT_API_KEY_ENV_VAR}
+        # Ray's token authentication on, as the pages' `docker run` turns it on.
+        assert env[RAY_AUTH_MODE_ENV_VAR] == "token"
+        assert set(env) == {MODEL_PATH_ENV_VAR, CLIENT_API_KEY_ENV_VAR, RAY_AUTH_MODE_ENV_VAR}
     assert planned_tier_name(8) == "ascend"
 
 

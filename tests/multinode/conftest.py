@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -20,9 +19,7 @@ def two_node_cluster() -> Iterator[FakeNPUCluster]:
     No HTTP proxy: two nodes on one machine would bind the same port, and the
     tests send their requests through Serve handles.
     """
-    with fake_npu_cluster([FakeNode(), FakeNode()]) as cluster:
-        saved = {name: os.environ.get(name) for name in cluster.env()}
-        os.environ.update(cluster.env())
+    with fake_npu_cluster([FakeNode(), FakeNode()]) as cluster, cluster.driver_env():
         ray.init(address=cluster.address, logging_level="ERROR")
         try:
             serve.start(proxy_location="Disabled")
@@ -30,8 +27,3 @@ def two_node_cluster() -> Iterator[FakeNPUCluster]:
         finally:
             serve.shutdown()
             ray.shutdown()
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value

@@ -22,7 +22,14 @@ from .processes import (
     stop_process_group,
     wait_until_ready,
 )
-from .tier import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR, Server, Tier, fresh_api_key
+from .tier import (
+    CLIENT_API_KEY_ENV_VAR,
+    MODEL_PATH_ENV_VAR,
+    RAY_AUTH_MODE_ENV_VAR,
+    Server,
+    Tier,
+    fresh_api_key,
+)
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
 FAKE_TIER_NAME = "fake-npu"
@@ -80,7 +87,13 @@ class AscendTier:
         self.api_key = fresh_api_key()
 
     def env(self) -> Mapping[str, str]:
-        return {MODEL_PATH_ENV_VAR: self.model_path, CLIENT_API_KEY_ENV_VAR: self.api_key}
+        return {
+            MODEL_PATH_ENV_VAR: self.model_path,
+            CLIENT_API_KEY_ENV_VAR: self.api_key,
+            # What the pages' `docker run -e RAY_AUTH_MODE=token` gives every shell in
+            # the container; the token is the one the page's cluster block makes.
+            RAY_AUTH_MODE_ENV_VAR: "token",
+        }
 
     @contextlib.contextmanager
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:

@@ -6,6 +6,10 @@ is behind them. Ray schedules NPU bundles and sets ``ASCEND_RT_VISIBLE_DEVICES``
 exactly as on Ascend nodes. Every node has its own loopback address, the dashboard is off,
 files go to a private temp dir, and :meth:`FakeNPUCluster.stop` proves that no
 Ray or vLLM process of the cluster is left.
+
+The cluster runs under Ray's token authentication (``RAY_AUTH_MODE=token``), as
+the recipes tell readers to run theirs: each cluster makes a token of its own, and
+:meth:`FakeNPUCluster.env` hands it to the drivers the tests and pages start.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -29,6 +34,7 @@ import psutil
 from pydantic import BaseModel
 
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
+from ray_serve_npu.testing.tier import RAY_AUTH_MODE_ENV_VAR
 
 
 class FakeNode(BaseModel, frozen=True):
@@ -58,6 +64,20 @@ def _free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
+#: Ray's first token source (the token loader, ray-project/ray
+#: ``src/ray/rpc/authentication/authentication_token_loader.cc``).
+AUTH_TOKEN_ENV_VAR = "RAY_AUTH_TOKEN"
+
+
+def _reload_ray_auth() -> None:
+    """Make this process's Ray read the authentication mode and token from the environment again."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    # The config first: a token reload under a stale mode would look for the old token.
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
 class ClusterLeftovers(RuntimeError):
     """Processes or ports of a stopped cluster are still alive."""
 
@@ -76,6 +96,9 @@ class FakeNPUCluster:
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rsn-", dir="/tmp"))
         self._loopback_prefix = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"
         self.gcs_port = _free_port(self.node_ip(0))
+        #: Ray's token for this cluster; Ray's own generator makes the same 256 bits
+        #: (``ray/_private/authentication/authentication_token_generator.py``).
+        self.auth_token = secrets.token_hex(32)
         self._node_processes: list[subprocess.Popen[bytes]] = []
 
     def node_ip(self, index: int) -> str:
@@ -94,12 +117,36 @@ class FakeNPUCluster:
         return f"{self.node_ip(0)}:{self.gcs_port}"
 
     def env(self) -> dict[str, str]:
-        """Environment for a driver of this cluster."""
+        """Environment for a driver of this cluster (a process that it starts)."""
         return {
             "RAY_ADDRESS": self.address,
-            "RAY_AUTH_MODE": "disabled",
+            # RAY_AUTH_TOKEN comes first among Ray's token sources, so a token in
+            # the caller's environment or home directory can't stand in for it.
+            RAY_AUTH_MODE_ENV_VAR: "token",
+            AUTH_TOKEN_ENV_VAR: self.auth_token,
             "RAY_USAGE_STATS_ENABLED": "0",
         }
+
+    @contextmanager
+    def driver_env(self) -> Iterator[None]:
+        """Make this process a driver of the cluster: :meth:`env` in os.environ until exit.
+
+        Ray reads the authentication mode and token once per process and keeps them
+        (``ray._raylet.Config``, ``AuthenticationTokenLoader``), so both are reloaded
+        after the environment changes, on entry and on exit.
+        """
+        saved = {name: os.environ.get(name) for name in self.env()}
+        os.environ.update(self.env())
+        _reload_ray_auth()
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _reload_ray_auth()
 
     def _ray_start(self, node: FakeNode, index: int) -> subprocess.Popen[bytes]:
         role = (

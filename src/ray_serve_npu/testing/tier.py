@@ -23,6 +23,9 @@ MODEL_PATH_ENV_VAR = "MODEL_PATH"
 #: The API key the pages' servers require and their clients send (the variable
 #: OpenAI's clients read). Each tier sets a fresh one, as a reader exports theirs.
 CLIENT_API_KEY_ENV_VAR = "OPENAI_API_KEY"
+#: Ray's switch for token authentication (``ray/_private/authentication/``). Both
+#: tiers run Ray with ``token``, as the pages tell readers to.
+RAY_AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"
 
 
 def fresh_api_key() -> str:
