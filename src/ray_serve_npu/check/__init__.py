@@ -138,6 +138,11 @@ def parse_file(path: str | Path) -> ParsedFile:
     except InputError as error:
         error.file = name
         raise
+    except ValueError as error:
+        # A value a parser could not split or decode (an unclosed quote in a command).
+        unreadable = InputError(f"could not be read: {error}", "correct what the message names")
+        unreadable.file = name
+        raise unreadable from error
     return parsed
 
 
