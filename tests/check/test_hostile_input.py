@@ -78,6 +78,9 @@ def test_a_walked_directory_skips_what_the_checker_does_not_read(
 ) -> None:
     for name in ("unrecognised.yaml", "merge-key-list.yaml"):
         shutil.copy(HOSTILE / name, tmp_path / name)
+    # Hidden folders (.git, .venv) are not walked.
+    (tmp_path / ".venv").mkdir()
+    shutil.copy(HOSTILE / "alias-bomb.yaml", tmp_path / ".venv")
     assert main([str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == "1 file(s) checked: 1 finding(s)"

@@ -194,7 +194,14 @@ def files_to_check(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     files: list[tuple[Path, bool]] = []
     for path in map(Path, paths):
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file())
+            found = (
+                p
+                for p in path.rglob("*")
+                if p.suffix.lower() in SUFFIXES
+                # Hidden folders hold tools' files (.git, .venv), not configurations.
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and p.is_file()
+            )
             files += [(p, False) for p in sorted(found)]
         else:
             files.append((path, True))
