@@ -75,19 +75,18 @@ def _describe(error: ValidationError, document: Document) -> tuple[int, str, str
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
         allowed = sorted(error.schema.get("properties", {}))
         patterns = list(error.schema.get("patternProperties", {}))
-        key = next(
-            str(k)
-            for k in error.instance
-            if k not in allowed and not any(re.search(p, str(k)) for p in patterns)
-        )
-        line = document.lines.get((*path, key), line)
-        if close := difflib.get_close_matches(key, allowed, n=1):
-            fix = f"rename it to {close[0]!r}"
-        elif allowed:
-            fix = f"use a key it defines here ({', '.join(allowed)}) or an x- extension"
-        else:
-            fix = f"name it to match {_one_of(patterns)}"
-        return line, f"{where}: {key!r} is not a key it defines", fix
+        extra = (k for k in error.instance if k not in allowed)
+        key = next((k for k in extra if not any(re.search(p, k) for p in patterns)), None)
+        if key is not None:
+            line = document.lines.get((*path, key), line)
+            if close := difflib.get_close_matches(key, allowed, n=1):
+                fix = f"rename it to {close[0]!r}"
+            elif allowed:
+                extension = " or an x- extension" if "^x-" in patterns else ""
+                fix = f"use a key it defines here ({', '.join(allowed)}){extension}"
+            else:
+                fix = f"name it to match {_one_of(patterns)}"
+            return line, f"{where}: {key!r} is not a key it defines", fix
     if error.validator in ("oneOf", "anyOf", "type"):
         branches = error.context if error.validator != "type" else [error]
         expected: list[str] = []
