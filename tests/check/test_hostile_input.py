@@ -84,7 +84,9 @@ def test_a_walked_directory_skips_what_the_checker_does_not_read(
     assert main([str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == "1 file(s) checked: 1 finding(s)"
-    assert err.startswith(f"{tmp_path / 'unrecognised.yaml'}: the checker found nothing it reads")
+    assert err.startswith(
+        f"skipped {tmp_path / 'unrecognised.yaml'}: the checker found nothing it reads"
+    )
     assert [f.rule_id for f in check_paths([tmp_path])] == ["env-balance-scheduling-ignored"]
 
     # Named, the same file is an error; a directory with nothing to read is too.

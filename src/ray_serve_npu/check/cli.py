@@ -132,7 +132,10 @@ def _check(paths: list[str], release: str | None) -> _Report:
             report.findings += check_file(file, release=release)
             report.checked += 1
         except NothingToCheck as error:
-            (report.unreadable if named else report.skipped).append(str(error))
+            if named:
+                report.unreadable.append(str(error))
+            else:
+                report.skipped.append(f"skipped {error}")
         except (InputError, RecipeError) as error:
             report.unreadable.append(str(error))
     return report
