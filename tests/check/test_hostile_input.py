@@ -130,6 +130,17 @@ def test_serve_configs_are_read_as_ray_reads_them(tmp_path: Path) -> None:
     assert deployment.engine["enforce_eager"].value is True
 
 
+def test_a_page_may_show_yaml_the_checker_does_not_read(tmp_path: Path) -> None:
+    blocks = [
+        (HOSTILE / name).read_text()
+        for name in ("unrecognised.yaml", "serve-llm-configs-files.yaml", "merge-key-list.yaml")
+    ]
+    page = tmp_path / "page.md"
+    page.write_text("# A page\n\n" + "".join(f"```yaml\n{b}```\n\n" for b in blocks))
+    found = check_paths([page])
+    assert [f.rule_id for f in found] == ["env-balance-scheduling-ignored"]
+
+
 def _line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 

@@ -71,15 +71,21 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
     recognised = False
     for index, document in enumerate(documents):
         kind = _kind(document.data)
-        if kind == "compose":
-            validate_compose(document)
-            deployments += parse_compose(path, document.data, document.lines)
-        elif kind == "serve":
-            # Read again as Ray reads Serve configs; the documents are the same ones.
-            document = load_documents(text, first_line, SERVE_YAML_VERSION)[index]
-            deployments += parse_serve_yaml(path, document)
-        elif kind == "rayservice":
-            deployments += parse_rayservice(path, document)
+        try:
+            if kind == "compose":
+                validate_compose(document)
+                deployments += parse_compose(path, document.data, document.lines)
+            elif kind == "serve":
+                # Read again as Ray reads Serve configs; the documents are the same ones.
+                document = load_documents(text, first_line, SERVE_YAML_VERSION)[index]
+                deployments += parse_serve_yaml(path, document)
+            elif kind == "rayservice":
+                deployments += parse_rayservice(path, document)
+        except NothingToCheck:
+            # A page may show a Serve config that only names LLMConfig files.
+            if not page:
+                raise
+            continue
         recognised = recognised or kind is not None
     if not recognised and not page:
         found = "nothing it reads" if documents else "no YAML document (empty, or all comments)"
