@@ -10,6 +10,7 @@ Sphinx reads a page, and leaves the rest to MyST. An unknown name fails the buil
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -85,6 +86,14 @@ def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = substitute_inline(substitute_code(source[0], values, docname), values, docname)
 
 
+def _include_read(
+    app: Sphinx, relative_path: Path, parent_docname: str, content: list[str]
+) -> None:
+    """The same for a page's ``{include}`` of another page's blocks (MyST emits this)."""
+    _source_read(app, parent_docname, content)
+
+
 def setup(app: Sphinx) -> dict[str, object]:
     app.connect("source-read", _source_read)
+    app.connect("include-read", _include_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

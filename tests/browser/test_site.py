@@ -12,6 +12,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 EDITIONS = {"en": "", "zh_CN": "zh_CN/"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_SUBSTITUTION = re.compile(r"\{\{\s*\w+\s*\}\}")
 
 
 def _open(browser: WebDriver, url: str) -> None:
@@ -50,6 +51,9 @@ def test_every_page_has_copy_buttons_and_no_console_errors(
         _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
         code_blocks = len(browser.find_elements(By.CSS_SELECTOR, "div.highlight pre"))
         _wait_for_copy_buttons(browser, code_blocks)
+        # Every {{ name }} filled in, also in blocks a page includes from another page.
+        unfilled = [block for block in _code_blocks(browser) if _SUBSTITUTION.search(block)]
+        assert unfilled == [], f"{edition}/{page}"
         total_code_blocks += code_blocks
         browser.save_screenshot(str(screenshots / f"{edition}-{page.removesuffix('.html')}.png"))
         assert _console_errors(browser) == [], f"{edition}/{page}"
@@ -208,26 +212,8 @@ def _code_blocks(browser: WebDriver) -> list[str]:
     ]
 
 
-def _blocks_not_on_linked_pages(browser: WebDriver) -> list[str]:
-    """The current page's code blocks that no page it links to shows; opens each link."""
-    blocks = _code_blocks(browser)
-    links = {
-        a.get_attribute("href")
-        for a in browser.find_elements(By.CSS_SELECTOR, "article.bd-article a.reference.internal")
-    }
-    shown_there: set[str] = set()
-    for href in sorted(links):
-        _open(browser, href)
-        anchor = href.partition("#")[2]
-        assert not anchor or browser.find_elements(By.ID, anchor), f"{href}: no such anchor"
-        assert browser.find_element(By.TAG_NAME, "h1").text, href
-        assert _console_errors(browser) == [], href
-        shown_there.update(_code_blocks(browser))
-    return [block for block in blocks if block not in shown_there]
-
-
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_the_quick_start_leads_to_the_pages_that_run_its_commands(
+def test_the_quick_start_is_one_click_from_the_index(
     browser: WebDriver, site_url: str, edition: str, screenshots: Path
 ) -> None:
     base = f"{site_url}/{EDITIONS[edition]}"
@@ -236,19 +222,9 @@ def test_the_quick_start_leads_to_the_pages_that_run_its_commands(
     assert link, "the index page links to the quick start"
     link[0].click()
     WebDriverWait(browser, 10).until(lambda b: _page_of(b.current_url) == "quickstart.html")
+    # Its commands are included from npu-ascend.md, where the harness tests them.
     blocks = _code_blocks(browser)
     _wait_for_copy_buttons(browser, len(blocks))
     browser.save_screenshot(str(screenshots / f"{edition}-quickstart-walk.png"))
     assert len(blocks) >= 8
-    # The quick start runs nothing itself: each block must be a block of a page it links
-    # to, which the harness runs or checks there as that page's marker says.
-    assert _blocks_not_on_linked_pages(browser) == []
-
-
-@pytest.mark.parametrize("edition", EDITIONS)
-def test_the_faqs_commands_are_those_of_the_pages_it_links(
-    browser: WebDriver, site_url: str, edition: str
-) -> None:
-    _open(browser, f"{site_url}/{EDITIONS[edition]}faq.html")
-    assert _code_blocks(browser)
-    assert _blocks_not_on_linked_pages(browser) == []
+    assert _console_errors(browser) == []
