@@ -4,7 +4,8 @@ MyST substitutes ``{{ name }}`` in prose but leaves code, inline code and
 headings' reference titles literal. Pages need the image tags and versions in
 commands and in `inline code` as well, from the same single definition, so this
 extension replaces ``{{ name }}`` in code fences and inline code spans when
-Sphinx reads a page, and leaves the rest to MyST. An unknown name fails the build.
+Sphinx reads a page or the text a page's ``{include}`` takes from another, and
+leaves the rest to MyST. An unknown name fails the build.
 """
 
 from __future__ import annotations
