@@ -76,7 +76,7 @@ ENGINE_FAILED = StreamFault(
     message=(
         "The engine failed before the answer was complete (request id {request_id}). "
         "Ray Serve replaces a replica whose engine died. Fix: retry the request; if it "
-        "fails again, look the request id up in the Serve logs for the cause."
+        "fails again, look the request id up in the server's Ray logs for the cause."
     ),
 )
 
