@@ -18,10 +18,11 @@ ROOT = Path(__file__).parent
 #: Built site and test artifacts live outside the source tree.
 BUILD = ROOT / "build"
 
-#: Test environment for each end of the supported Ray range. Each Ray's Serve LLM
-#: needs the vLLM it pins (src/ray_serve_npu/compat.py); at 2.60 that is vLLM's CPU
-#: build, which runs the engine here; at 2.56.1 it is PyPI's CUDA build of vLLM
-#: 0.22.0, which imports without a GPU but cannot run an engine.
+#: Test environment for each tested point of the supported Ray range
+#: (src/ray_serve_npu/compat.py, TESTED_RAY). Each Ray's Serve LLM needs the vLLM it
+#: pins (RAY_VLLM_PINS); at 2.60 that is vLLM's CPU build, which runs the engine
+#: here; at 2.56.1 and 2.57.1 it is PyPI's CUDA build, which imports without a GPU
+#: but cannot run an engine.
 RAY_STACKS: dict[str, list[str]] = {
     # bench: tests/bench run the sweep tool, which draws its plots with matplotlib.
     "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test,bench]"],
@@ -30,13 +31,19 @@ RAY_STACKS: dict[str, list[str]] = {
     # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.60
     # stack resolves.
     "2.56.1": ["ray[serve]==2.56.1", "vllm==0.22.0", "fastapi==0.136.3", "pyarrow", ".[test]"],
+    # The Ray whose Serve LLM pins vLLM 0.25.1, the vLLM of vLLM-Ascend v0.25.1rc1.
+    # pyarrow: ray.serve.llm imports pyarrow.fs, which ray[serve] does not bring.
+    # No fastapi pin: vLLM 0.25.1 caps fastapi below 0.137, and Ray 2.57's Serve
+    # pickles the lock of newer ones (ray/serve/_private/utils.py).
+    "2.57.1": ["ray[serve]==2.57.1", "vllm==0.25.1", "pyarrow", ".[test]"],
 }
 
-#: What runs at each end: the whole suite, every page on the fake-NPU tier
-#: included, at 2.60; the plugin's own tests at 2.56.1.
+#: What runs at each point: the whole suite, every page on the fake-NPU tier
+#: included, at 2.60; the plugin's own tests at 2.56.1 and 2.57.1.
 PYTEST_ARGS: dict[str, list[str]] = {
     "2.60.0": ["--run-recipes"],
     "2.56.1": ["tests/plugin"],
+    "2.57.1": ["tests/plugin"],
 }
 
 #: Keep Ray's files and tokens out of the home directory.

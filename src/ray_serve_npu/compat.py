@@ -14,9 +14,10 @@ from importlib import metadata
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-#: The Ray releases this plugin supports, and the two ends CI tests.
+#: The Ray releases this plugin supports, and the points of that range CI tests
+#: (noxfile.py's RAY_STACKS, each beside the vLLM its Serve LLM pins), oldest first.
 SUPPORTED_RAY = SpecifierSet(">=2.56.1,<2.61")
-TESTED_RAY: tuple[str, str] = ("2.56.1", "2.60.0")
+TESTED_RAY: tuple[str, ...] = ("2.56.1", "2.57.1", "2.60.0")
 
 #: The vLLM that each Ray's Serve LLM pins (``ray[llm]`` metadata, checked for
 #: each wheel on PyPI; ../shared/facts.md).
@@ -62,6 +63,11 @@ class AscendRelease:
 VLLM_ASCEND = AscendRelease(
     tag="v0.22.1rc1", vllm="0.22.1", cann="9.0.0", torch="2.10.0", torch_npu="2.10.0"
 )
+
+
+def tested_ray_points() -> str:
+    """``"2.56.1, 2.57.1 and 2.60.0"``: the tested Ray releases, for messages and pages."""
+    return f"{', '.join(TESTED_RAY[:-1])} and {TESTED_RAY[-1]}"
 
 
 def _series(version: str) -> tuple[int, int]:
@@ -127,6 +133,6 @@ def check_ray_version(ray_version: str, vllm_version: str | None) -> None:
                 "which would replace your vLLM)."
             )
     raise UnsupportedRayError(
-        f"ray-serve-npu supports ray {SUPPORTED_RAY} (tested at {' and '.join(TESTED_RAY)}); "
+        f"ray-serve-npu supports ray {SUPPORTED_RAY} (tested at {tested_ray_points()}); "
         f"found ray {ray_version}.{advice}"
     )
