@@ -89,6 +89,7 @@ myst_substitutions = {
     "ray_2_56_fastapi": str(compat.RAY_2_56_FASTAPI),
     "tested_ray_low": compat.TESTED_RAY[0],
     "tested_ray_high": compat.TESTED_RAY[-1],
+    "tested_ray": ", ".join(compat.TESTED_RAY),
     "image_repository": hardware.IMAGE_REPOSITORY,
     "image_a2": hardware.image(_release.tag, hardware.A2),
     "image_a3": hardware.image(_release.tag, hardware.A3),

@@ -65,11 +65,6 @@ VLLM_ASCEND = AscendRelease(
 )
 
 
-def tested_ray_points() -> str:
-    """``"2.56.1, 2.57.1 and 2.60.0"``: the tested Ray releases, for messages and pages."""
-    return f"{', '.join(TESTED_RAY[:-1])} and {TESTED_RAY[-1]}"
-
-
 def _series(version: str) -> tuple[int, int]:
     release = Version(version).release
     return release[0], release[1]
@@ -132,7 +127,8 @@ def check_ray_version(ray_version: str, vllm_version: str | None) -> None:
                 f"{ray_series(pairing)}: pip install 'ray[serve]~={pairing}' (not ray[llm], "
                 "which would replace your vLLM)."
             )
+    tested = f"{', '.join(TESTED_RAY[:-1])} and {TESTED_RAY[-1]}"
     raise UnsupportedRayError(
-        f"ray-serve-npu supports ray {SUPPORTED_RAY} (tested at {tested_ray_points()}); "
+        f"ray-serve-npu supports ray {SUPPORTED_RAY} (tested at {tested}); "
         f"found ray {ray_version}.{advice}"
     )
