@@ -18,7 +18,7 @@ from ray_serve_npu.check.compose import parse_compose
 from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
 from ray_serve_npu.check.model import Deployment, ParsedFile
-from ray_serve_npu.check.problems import InputError, NothingToCheck
+from ray_serve_npu.check.problems import InputError, NothingToCheck, read_text
 from ray_serve_npu.check.recipe import RecipeError, parse_recipe
 from ray_serve_npu.check.rules import RuleSet, available_releases, default_release, load_rules
 from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
@@ -39,8 +39,6 @@ __all__ = [
 
 #: Suffixes a directory is searched for; any other file is read as shell commands.
 SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
-#: Configurations are kilobytes; a file this large is not one.
-MAX_BYTES = 10 * 2**20
 _WHAT_IS_READ = (
     "a Compose file (services), a Serve config (applications), "
     "an LLMConfig (model_loading_config) or a RayService (kind: RayService)"
@@ -74,7 +72,13 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
         try:
             if kind == "compose":
                 validate_compose(document)
-                deployments += parse_compose(path, document.data, document.lines)
+                services = parse_compose(path, document.data, document.lines)
+                if not services:
+                    raise NothingToCheck(
+                        "the Compose file holds no service to check",
+                        "add the service that runs vLLM-Ascend under services",
+                    )
+                deployments += services
             elif kind == "serve":
                 # Read again as Ray reads Serve configs; the documents are the same ones.
                 document = load_documents(text, first_line, SERVE_YAML_VERSION)[index]
@@ -96,40 +100,22 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
     return deployments
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise InputError("not a regular file", "pass a file or a directory")
-    if path.stat().st_size > MAX_BYTES:
-        raise InputError(
-            f"larger than {MAX_BYTES // 2**20} MiB, which no configuration is",
-            "pass the configuration file itself",
-        )
-    data = path.read_bytes()
-    if b"\0" in data:
-        raise InputError("a binary file, not text", "pass the configuration's text file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"not UTF-8 text (byte {error.start} cannot be decoded)",
-            "save the file as UTF-8",
-            data[: error.start].count(b"\n") + 1,
-        ) from None
-
-
-def parse_file(path: str | Path) -> ParsedFile:
+def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
     """Read one file into deployments, choosing the parser by its suffix.
+
+    ``execute_recipes`` runs a Python recipe's module-level code to read it, instead of
+    reading its source.
 
     Raises ``InputError``, with ``file`` set, for a file that cannot be read as what its
     suffix says, and ``RecipeError`` for a recipe that cannot be read.
     """
     name = str(path)
     try:
-        text = _read_text(Path(path))
+        text = read_text(Path(path))
         parsed = ParsedFile(path=name, lines=text.splitlines())
         suffix = Path(path).suffix.lower()
         if suffix == ".py":
-            parsed.deployments = parse_recipe(name, text)
+            parsed.deployments = parse_recipe(name, text, execute_recipes)
         elif suffix in (".yaml", ".yml"):
             parsed.deployments = _parse_yaml(name, text)
         elif suffix == ".md":
@@ -184,9 +170,11 @@ def run_rules(parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     return findings
 
 
-def check_file(path: str | Path, release: str | None = None) -> list[Finding]:
+def check_file(
+    path: str | Path, release: str | None = None, execute_recipes: bool = False
+) -> list[Finding]:
     """Findings for one file; ``release`` forces the rule file, else the image tag chooses."""
-    parsed = parse_file(path)
+    parsed = parse_file(path, execute_recipes)
     if release is not None:
         chosen, notes = release, []
     else:
@@ -214,7 +202,9 @@ def files_to_check(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     return files
 
 
-def check_paths(paths: Iterable[str | Path], release: str | None = None) -> list[Finding]:
+def check_paths(
+    paths: Iterable[str | Path], release: str | None = None, execute_recipes: bool = False
+) -> list[Finding]:
     """Findings for every file (directories are walked for the kinds the checker reads).
 
     Raises ``InputError`` or ``RecipeError`` for the first file that cannot be read; a
@@ -223,7 +213,7 @@ def check_paths(paths: Iterable[str | Path], release: str | None = None) -> list
     findings: list[Finding] = []
     for file, named in files_to_check(paths):
         try:
-            findings += check_file(file, release)
+            findings += check_file(file, release, execute_recipes)
         except NothingToCheck:
             if named:
                 raise

@@ -9,6 +9,7 @@ lines of aliases can stand for billions of values). A file past a bound is an
 
 from __future__ import annotations
 
+import datetime
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +160,9 @@ class _Walk:
         for kind in (int, float, str):
             if isinstance(value, kind):
                 return kind(value)
+        # Compose reads a date (`built: 2024-01-01`) as the string it is written as.
+        if isinstance(value, datetime.date):
+            return value.isoformat()
         raise InputError(
             f"{where} is a YAML {type(value).__name__} value, "
             "which no Compose file or Serve config holds",
