@@ -19,7 +19,7 @@ from checker_data import ROOT
 
 from ray_serve_npu.check import InputError, check_paths, parse_file
 from ray_serve_npu.check.cli import main
-from ray_serve_npu.check.yamlnodes import load_documents
+from ray_serve_npu.check.yamlnodes import MAX_LINE, load_documents
 
 HOSTILE = Path(__file__).parent / "hostile"
 with (HOSTILE / "expected.csv").open(newline="") as table:
@@ -169,3 +169,30 @@ def test_rayservice_lines_in_other_documents_and_string_styles(tmp_path: Path) -
     assert [f.line for f in check_paths([folded])] == [18]
     folded.write_text(finding.replace("serveConfigV2: |", "serveConfigV2: >"))
     assert [f.line for f in check_paths([folded])] == [_line_of(finding, "  serveConfigV2:")]
+
+
+def test_a_line_too_long_for_a_configuration(tmp_path: Path, capsys) -> None:
+    """ruamel.yaml's scanner takes minutes on a line of megabytes: such a line is refused."""
+    comment = tmp_path / "long-comment.yaml"
+    comment.write_text("services:\n  vllm:\n    image: x\n# " + "a" * MAX_LINE + "\n")
+    assert main([str(comment)]) == 2
+    assert capsys.readouterr().err == (
+        f"{comment}:4: a line longer than {MAX_LINE // 2**10} KiB, which no configuration "
+        "holds. Fix: pass the configuration file itself\n"
+    )
+
+
+def test_a_serve_file_is_read_once_as_yaml_1_1(tmp_path: Path, monkeypatch) -> None:
+    """Each YAML reading of the file is one parse: once as YAML 1.2, once as Ray reads it."""
+    versions = []
+
+    def counting(text: str, first_line: int = 1, version=None):
+        versions.append(version)
+        return load_documents(text, first_line, version)
+
+    monkeypatch.setattr("ray_serve_npu.check.load_documents", counting)
+    config = "model_loading_config:\n  model_id: qwen\n"
+    serve = tmp_path / "llm.yaml"
+    serve.write_text(config + "---\n" + config + "---\n" + config)
+    assert len(parse_file(serve).deployments) == 3
+    assert versions == [None, (1, 1)]

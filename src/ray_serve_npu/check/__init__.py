@@ -23,7 +23,7 @@ from ray_serve_npu.check.recipe import RecipeError, parse_recipe
 from ray_serve_npu.check.rules import RuleSet, available_releases, default_release, load_rules
 from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
 from ray_serve_npu.check.validation import validate_compose
-from ray_serve_npu.check.yamlnodes import load_documents
+from ray_serve_npu.check.yamlnodes import Document, load_documents
 
 __all__ = [
     "Finding",
@@ -66,6 +66,8 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
     """
     documents = load_documents(text, first_line)
     deployments: list[Deployment] = []
+    # The same documents as Ray reads Serve configs, parsed once if a Serve config is found.
+    serve_documents: list[Document] | None = None
     recognised = False
     for index, document in enumerate(documents):
         kind = _kind(document.data)
@@ -80,9 +82,9 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
                     )
                 deployments += services
             elif kind == "serve":
-                # Read again as Ray reads Serve configs; the documents are the same ones.
-                document = load_documents(text, first_line, SERVE_YAML_VERSION)[index]
-                deployments += parse_serve_yaml(path, document)
+                if serve_documents is None:
+                    serve_documents = load_documents(text, first_line, SERVE_YAML_VERSION)
+                deployments += parse_serve_yaml(path, serve_documents[index])
             elif kind == "rayservice":
                 deployments += parse_rayservice(path, document)
         except NothingToCheck:

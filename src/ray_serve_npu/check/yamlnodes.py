@@ -2,9 +2,9 @@
 
 ruamel.yaml's round-trip loader keeps each key's and item's position and follows merge
 keys (``<<: *common``). What it leaves unbounded is bounded here, since the checker reads
-files from anyone: nesting depth, recursive aliases, and how far aliases expand (a few
-lines of aliases can stand for billions of values). A file past a bound is an
-``InputError``, as is anything that is not YAML.
+files from anyone: line length, nesting depth, recursive aliases, and how far aliases
+expand (a few lines of aliases can stand for billions of values). A file past a bound is
+an ``InputError``, as is anything that is not YAML.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedBase, CommentedMap, CommentedSeq, TaggedScalar
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
-from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -29,6 +29,7 @@ Path = tuple[str | int, ...]
 # A Compose file or Serve config holds hundreds of values, nested a dozen deep.
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
+MAX_LINE = 64 * 2**10
 _STANDARD_TAGS = "tag:yaml.org,2002:"
 _STR_TAG = _STANDARD_TAGS + "str"
 
@@ -64,6 +65,9 @@ class _Constructor(RoundTripConstructor):  # type: ignore[misc]
 def _yaml(version: tuple[int, int] | None) -> YAML:
     yaml = YAML(typ="rt")
     yaml.Constructor = _Constructor
+    # Checked as the composer builds each node, before anything recurses deeper; a
+    # collection MAX_DEPTH levels down still holds its values.
+    yaml.max_depth = MAX_DEPTH + 1
     if version is not None:
         yaml.version = version
     return yaml
@@ -81,20 +85,16 @@ def _syntax_error(error: YAMLError) -> InputError:
     return InputError(f"not valid YAML: {first}", "save the file as UTF-8 YAML text")
 
 
-def _check_depth(yaml: YAML, text: str) -> None:
-    """Refuse deep nesting from the event stream, before anything recurses into it."""
-    depth = 0
-    for event in yaml.parse(text):
-        if isinstance(event, CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise InputError(
-                    f"nested more than {MAX_DEPTH} levels deep",
-                    "flatten the structure; no Compose file or Serve config nests this deep",
-                    event.start_mark.line + 1,
-                )
-        elif isinstance(event, CollectionEndEvent):
-            depth -= 1
+def _check_lines(text: str) -> None:
+    """Refuse a line no configuration holds: ruamel.yaml's scanner is quadratic in a
+    line's length (a comment of 1.6 MB takes minutes)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line) > MAX_LINE:
+            raise InputError(
+                f"a line longer than {MAX_LINE // 2**10} KiB, which no configuration holds",
+                "pass the configuration file itself",
+                number,
+            )
 
 
 def _plain_key(key: Any, line: int) -> str:
@@ -226,7 +226,7 @@ def load_documents(
         with warnings.catch_warnings():
             # YAML lets a later anchor of a name replace the earlier one.
             warnings.simplefilter("ignore", ReusedAnchorWarning)
-            _check_depth(yaml, text)
+            _check_lines(text)
             raw = list(yaml.load_all(text))
         for data in raw:
             if data is None:
@@ -242,6 +242,12 @@ def load_documents(
                     {path: line + shift for path, line in walk.literal_blocks.items()},
                 )
             )
+    except MaxDepthExceededError as error:
+        raise InputError(
+            f"nested more than {MAX_DEPTH} levels deep",
+            "flatten the structure; no Compose file or Serve config nests this deep",
+            error.problem_mark.line + 1,
+        ).shifted(first_line) from None
     except YAMLError as error:
         raise _syntax_error(error).shifted(first_line) from None
     except InputError as error:
