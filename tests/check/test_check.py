@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from checker_data import DATA, ROOT
+from checker_data import DATA, ROOT, line_of
 
 from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.cli import main
@@ -403,10 +403,37 @@ def test_read_only_mounts_are_clean(tmp_path, guide_text) -> None:
     ids=["long-syntax-read-only", "weights-mounted-read-only-below"],
 )
 def test_one_read_only_mount_clears_its_line(tmp_path, guide_text, old, new) -> None:
-    line = guide_text[: guide_text.index(old)].count("\n") + 1
+    line = line_of(guide_text, old)
     found = ids(check_file(variant(tmp_path, guide_text, old, new)))
     assert ("writable-host-mount", line) not in found
     assert len({n for rule, n in found if rule == "writable-host-mount"}) == 3
+
+
+@pytest.mark.parametrize(
+    ("mount", "holds"),
+    [
+        ("/usr/local/Ascend:/usr/local/Ascend", "/usr/local/Ascend/driver"),
+        ("/:/host", "/usr/local/Ascend/driver"),
+        # A container path above a protected one: the protected files are below it there.
+        ("/srv/etc:/etc", "/etc/ascend_install.info"),
+    ],
+    ids=["ascend-parent", "host-root", "target-parent"],
+)
+def test_a_writable_mount_above_what_the_engine_only_reads(
+    tmp_path, guide_text, mount, holds
+) -> None:
+    old = "- /usr/local/dcmi:/usr/local/dcmi\n"
+    line = line_of(guide_text, old)
+    path = variant(
+        tmp_path, guide_text, old, f"- /usr/local/dcmi:/usr/local/dcmi:ro\n      - {mount}\n"
+    )
+    (finding,) = [
+        f for f in check_file(path) if f.rule_id == "writable-host-mount" and f.line == line + 1
+    ]
+    target = mount.rsplit(":", 1)[1]
+    assert finding.message.startswith(f"{target} is mounted writable and holds {holds}: ")
+    path.write_text(path.read_text().replace(f"- {mount}\n", f"- {mount}:ro\n"))
+    assert line + 1 not in {f.line for f in check_file(path) if f.rule_id == "writable-host-mount"}
 
 
 DOCKER_RUN = """#!/bin/bash
@@ -461,7 +488,7 @@ def test_literal_api_key_in_compose(tmp_path, guide_text) -> None:
         tmp_path, guide_text, "      - --port", "      - --api-key=sk-123\n      - --port"
     )
     (finding,) = [f for f in check_file(path) if f.rule_id == "secret-in-file"]
-    assert finding.line == guide_text[: guide_text.index("      - --port")].count("\n") + 1
+    assert finding.line == line_of(guide_text, "      - --port")
     assert "VLLM_API_KEY" in finding.fix
 
 

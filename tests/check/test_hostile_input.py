@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from checker_data import ROOT
+from checker_data import ROOT, line_of
 
 from ray_serve_npu.check import InputError, check_paths, parse_file
 from ray_serve_npu.check.cli import main
@@ -141,18 +141,14 @@ def test_a_page_may_show_yaml_the_checker_does_not_read(tmp_path: Path) -> None:
     assert [f.rule_id for f in found] == ["env-balance-scheduling-ignored"]
 
 
-def _line_of(text: str, needle: str) -> int:
-    return text[: text.index(needle)].count("\n") + 1
-
-
 def test_the_rayservice_recipe_is_read_at_its_lines() -> None:
     manifest = ROOT / "recipes" / "kuberay" / "rayservice.yaml"
     text = manifest.read_text()
     (deployment,) = parse_file(manifest).deployments
     assert deployment.model is not None
     assert deployment.model.value == "/models/DeepSeek-V4-Flash-w8a8-mtp"
-    assert deployment.engine["tensor_parallel_size"].line == _line_of(text, "tensor_parallel_size")
-    assert deployment.env["HCCL_BUFFSIZE"].line == _line_of(text, "HCCL_BUFFSIZE")
+    assert deployment.engine["tensor_parallel_size"].line == line_of(text, "tensor_parallel_size")
+    assert deployment.env["HCCL_BUFFSIZE"].line == line_of(text, "HCCL_BUFFSIZE")
 
 
 def test_rayservice_lines_in_other_documents_and_string_styles(tmp_path: Path) -> None:
@@ -168,7 +164,7 @@ def test_rayservice_lines_in_other_documents_and_string_styles(tmp_path: Path) -
     folded.write_text(finding.replace("serveConfigV2: |", "serveConfigV2: |-"))
     assert [f.line for f in check_paths([folded])] == [18]
     folded.write_text(finding.replace("serveConfigV2: |", "serveConfigV2: >"))
-    assert [f.line for f in check_paths([folded])] == [_line_of(finding, "  serveConfigV2:")]
+    assert [f.line for f in check_paths([folded])] == [line_of(finding, "  serveConfigV2:")]
 
 
 def test_a_line_too_long_for_a_configuration(tmp_path: Path, capsys) -> None:

@@ -520,12 +520,15 @@ def check_writable_host_mount(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
         for mount in dep.mounts:
             if mount.read_only:
                 continue
-            root = next(
-                (p for p in read_only if _within(mount.source, p) or _within(mount.target, p)),
-                None,
-            )
-            if root is not None:
+            # Either end inside a protected path, or a protected path inside either end
+            # (`/:/host` puts the driver at /host/usr/local/Ascend/driver).
+            paths = [p for p in (mount.source, mount.target) if p.startswith("/")]
+            inside = next((p for p in read_only if any(_within(m, p) for m in paths)), None)
+            holds = next((p for p in read_only if any(_within(p, m) for m in paths)), None)
+            if inside is not None:
                 why = f"{mount.target} is mounted writable"
+            elif holds is not None:
+                why = f"{mount.target} is mounted writable and holds {holds}"
             elif mount is weights:
                 why = f"{mount.target}, which holds the weights {model}, is mounted writable"
             else:
