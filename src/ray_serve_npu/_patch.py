@@ -215,9 +215,7 @@ def _patch_ingress(module: ModuleType) -> None:
             ) from None
 
     ingress_cls._get_model_id = _get_model_id
-    ingress_cls._process_llm_request = streams.answering_lost_replicas(
-        ingress_cls._process_llm_request
-    )
+    ingress_cls._process_llm_request = streams.answering_failures(ingress_cls._process_llm_request)
 
     # `_process_llm_request` and `make_fastapi_ingress` look both names up in the
     # module at call time.

@@ -15,9 +15,10 @@ clients raise, and tells the two faults apart:
 
 The event carries a fixed message and the request id, never the exception's
 text (which names nodes, processes and actors). The server log has the full
-exception beside the same request id. A request whose replica is lost before
-its first chunk gets :data:`REPLICA_LOST` as an HTTP 503 response, where Ray's
-ingress would answer 500 with the exception's text.
+exception beside the same request id. A request that fails before its first
+chunk gets the fault as its HTTP response instead (503 or 500), where Ray's
+ingress would answer 500 with the exception's text; Ray's own answers below 500
+(400, 404, ...) pass unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ray.exceptions import RayActorError
+from ray.llm._internal.serve.utils.server_utils import get_response_for_error
 from ray.serve import context as serve_context
 from starlette.responses import JSONResponse, Response
 
@@ -157,29 +159,36 @@ def ending_streams_in_errors(
     return stream
 
 
-def answering_lost_replicas(
+def answering_failures(
     ray_process: Callable[..., Awaitable[Response]],
 ) -> Callable[..., Awaitable[Response]]:
-    """Wrap ``OpenAiIngress._process_llm_request`` so that a lost replica gets a stable 503.
+    """Wrap ``OpenAiIngress._process_llm_request``: a failure before the answer gets a stable error.
 
-    A replica lost before the answer began (before the first chunk, or during a
-    request that does not stream) gets :data:`REPLICA_LOST` as the response.
-    Ray's exception middleware would answer 500 with the exception's text
+    A request that fails before the answer began (before the first chunk, or
+    during a request that does not stream) gets its :class:`StreamFault` as the
+    response: :data:`REPLICA_LOST` (503) or :data:`ENGINE_FAILED` (500). Ray's
+    exception middleware would answer 500 with the exception's text
     (``get_response_for_error`` in ``ray/llm/_internal/serve/utils/server_utils.py``).
+    An exception that Ray answers with a status below 500 (an unknown model's 404,
+    a bad request's 400) is Ray's to answer, unchanged.
     """
 
     @functools.wraps(ray_process)
     async def process(self: Any, *args: Any, **kwargs: Any) -> Response:
         try:
             return await ray_process(self, *args, **kwargs)
-        except RayActorError as error:
+        except Exception as error:
             rid = request_id()
+            # Ray's own rule for the status, which differs between Ray versions.
+            if get_response_for_error(error, rid).error.code < 500:
+                raise
+            fault = fault_of(error)
             logger.error(
                 "Request %s failed (%s) before its answer began",
                 rid,
-                REPLICA_LOST.error_type,
+                fault.error_type,
                 exc_info=error,
             )
-            return JSONResponse(REPLICA_LOST.error(rid), status_code=REPLICA_LOST.code)
+            return JSONResponse(fault.error(rid), status_code=fault.code)
 
     return process

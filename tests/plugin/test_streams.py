@@ -15,11 +15,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, HTTPException, Request, Response
 from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
 from ray.llm._internal.serve.core.ingress import utils as ray_ingress_utils
+from ray.llm._internal.serve.core.ingress.middleware import add_exception_handling_middleware
 from ray.serve import context as serve_context
 
 from ray_serve_npu import streams
@@ -100,6 +101,8 @@ class _RayIngress:
 def _ingress(replica: Replica) -> FastAPI:
     """An app whose chat route is Ray's ingress's, patched, in a Serve request context."""
     app = FastAPI()
+    # Ray's answer to an exception that escapes the route (OpenAiIngress's app has it).
+    add_exception_handling_middleware(app)
 
     @app.middleware("http")
     async def serve_request_context(request, call_next):  # type: ignore[no-untyped-def]
@@ -249,3 +252,30 @@ def test_a_replica_lost_before_the_first_chunk_gets_a_stable_503_without_interna
     assert error.body == streams.REPLICA_LOST.error(REQUEST_ID)["error"]
     _assert_no_internals(error)
     assert REQUEST_ID in caplog.text and NODE_IP in caplog.text
+
+
+def test_an_engine_exception_before_the_first_chunk_gets_a_stable_500_without_internals(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    texts, error = _client_sees(_replica(ENGINE_CRASH, texts=()))
+
+    assert texts == []
+    assert isinstance(error, openai.InternalServerError)
+    assert error.status_code == 500
+    assert error.body == streams.ENGINE_FAILED.error(REQUEST_ID)["error"]
+    _assert_no_internals(error)
+    (record,) = [r for r in caplog.records if r.name == streams.__name__]
+    assert REQUEST_ID in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[1] is ENGINE_CRASH
+
+
+@pytest.mark.parametrize("status", [400, 404])
+def test_rays_answers_below_500_before_the_first_chunk_pass_unchanged(status: int) -> None:
+    refused = HTTPException(status, f"refused with {status}")
+
+    texts, error = _client_sees(_replica(refused, texts=()))
+
+    assert texts == []
+    assert isinstance(error, openai.APIStatusError)
+    assert error.status_code == status
+    assert f"refused with {status}" in json.dumps(error.body), error.body
