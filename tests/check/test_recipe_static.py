@@ -10,7 +10,7 @@ from checker_data import ROOT
 
 from ray_serve_npu.check import check_file
 from ray_serve_npu.check.cli import main
-from ray_serve_npu.check.recipe import executing_recipes, parse_recipe
+from ray_serve_npu.check.recipe import parse_recipe
 
 RECIPES = ROOT / "recipes"
 
@@ -213,8 +213,9 @@ def test_a_recipe_that_is_not_python(tmp_path: Path, capsys) -> None:
     recipe = write(tmp_path, "recipe.py", "llm_config = LLMConfig(\n")
     assert main([str(recipe)]) == 2
     err = capsys.readouterr().err
-    assert f"{recipe}:1: not valid Python" in err
-    assert "Traceback" not in err
+    assert err.splitlines() == [
+        f"{recipe}:1: not valid Python ('(' was never closed). Fix: fix the syntax and check again"
+    ]
 
 
 def test_execute_recipes_warns_runs_with_a_minimal_environment_and_ignores_prints(
@@ -257,6 +258,168 @@ def test_execute_recipes_warns_runs_with_a_minimal_environment_and_ignores_print
 def test_executed_and_read_recipes_agree() -> None:
     path = RECIPES / "serve_span_nodes.py"
     (read,) = parse_recipe(str(path), path.read_text())
-    with executing_recipes():
-        (executed,) = parse_recipe(str(path), path.read_text())
+    (executed,) = parse_recipe(str(path), path.read_text(), execute_recipes=True)
     assert executed.model_dump() == read.model_dump()
+
+
+CONFIG = 'LLMConfig(model_loading_config={"model_id": "m"}, engine_kwargs={"max_num_seqs": 8})'
+DSA_CP = '{"additional_config": {"enable_dsa_cp": True}}'
+
+
+@pytest.mark.parametrize(
+    ("recipe", "why"),
+    [
+        (
+            f'cfg = {CONFIG}\ncfg.engine_kwargs["additional_config"] = {{"enable_dsa_cp": True}}\n',
+            "`cfg` is bound or changed by a statement the checker does not follow",
+        ),
+        (
+            f"cfg = {CONFIG}\ncfg.engine_kwargs.update({DSA_CP})\n",
+            "`cfg` is bound or changed by a statement the checker does not follow",
+        ),
+        (
+            'ek = {"max_num_seqs": 8}\n'
+            'cfg = LLMConfig(model_loading_config={"model_id": "m"}, engine_kwargs=ek)\n'
+            'ek["additional_config"] = {"enable_dsa_cp": True}\n',
+            "`ek` is bound or changed by a statement the checker does not follow",
+        ),
+        (
+            f"CONFIGS = [{CONFIG}]\nCONFIGS[0].engine_kwargs.update({DSA_CP})\n",
+            "`CONFIGS` is bound or changed by a statement the checker does not follow",
+        ),
+        (
+            f'base = {CONFIG}\ncfg = base.model_copy(update={{"engine_kwargs": {DSA_CP}}})\n',
+            "`base.model_copy(update={'engine_kwargs': {'additional_con...` builds an LLMConfig "
+            "the checker does not read",
+        ),
+    ],
+    ids=["subscript-assignment", "update", "built-from-a-changed-dict", "in-a-list", "model-copy"],
+)
+def test_a_config_changed_after_it_was_built_is_not_trusted(
+    tmp_path: Path, recipe: str, why: str
+) -> None:
+    """Its values as built are stale: the change is reported, not the values trusted."""
+    path = write(tmp_path, "recipe.py", "from ray.serve.llm import LLMConfig\n" + recipe)
+    findings = check_file(path)
+    last = len(path.read_text().splitlines())
+    assert [(f.rule_id, f.line) for f in findings] == [("recipe-value-unread", last)]
+    assert findings[0].message.startswith(why)
+    assert "--execute-recipes" in findings[0].fix
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        f"from ray.serve.llm import LLMConfig as Config\ncfg = Config(engine_kwargs={DSA_CP})\n",
+        f"import ray.serve.llm as llm\ncfg = llm.LLMConfig(engine_kwargs={DSA_CP})\n",
+        f"import ray.serve.llm\ncfg = ray.serve.llm.LLMConfig(engine_kwargs={DSA_CP})\n",
+        "from ray_serve_npu import build_openai_app\n"
+        f'app = build_openai_app({{"llm_configs": [{{"engine_kwargs": {DSA_CP}}}]}})\n',
+        "from ray.serve.llm import build_openai_app\n"
+        'if __name__ == "__main__":\n'
+        f'    build_openai_app({{"llm_configs": [{{"engine_kwargs": {DSA_CP}}}]}})\n',
+        "from ray.serve.llm import LLMServingArgs, build_dp_openai_app\n"
+        f'args = LLMServingArgs(llm_configs=[{{"engine_kwargs": {DSA_CP}}}])\n'
+        f'app = build_dp_openai_app({{"llm_configs": [{{"engine_kwargs": {DSA_CP}}}]}})\n',
+    ],
+    ids=[
+        "alias",
+        "module-alias",
+        "dotted",
+        "dict-in-build-openai-app",
+        "under-main",
+        "serving-args",
+    ],
+)
+def test_configs_are_recognised_by_the_import_table_and_as_dicts(
+    tmp_path: Path, recipe: str
+) -> None:
+    path = write(tmp_path, "recipe.py", recipe)
+    lines = {n for n, text in enumerate(recipe.splitlines(), 1) if "enable_dsa_cp" in text}
+    assert {f.rule_id for f in check_file(path)} == {"dsa-cp-requires-flashcomm1"}
+    assert {f.line for f in check_file(path)} == lines
+
+
+def test_a_recipe_using_serve_llm_without_a_config_it_reads_is_not_checked(
+    tmp_path: Path, capsys
+) -> None:
+    recipe = write(
+        tmp_path,
+        "recipe.py",
+        """
+        from ray_serve_npu import build_openai_app
+
+        app = build_openai_app(make_args())
+        """,
+    )
+    assert main([str(recipe)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"{recipe}: the recipe uses Ray Serve LLM but builds no LLMConfig the checker reads. "
+        "Fix: build each config with `LLMConfig(...)` or a literal dict in `llm_configs`, "
+        "or run the recipe with --execute-recipes"
+    ]
+    # Python that does not use Ray Serve LLM holds nothing to check, and is no error.
+    assert check_file(write(tmp_path, "client.py", "import json\n")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("x = " + "-" * 200_000 + "1\n", "MemoryError"),
+        ("x = " + "+".join(["1"] * 50_000) + "\n", "RecursionError"),
+    ],
+    ids=["minus-signs", "long-sum"],
+)
+def test_python_too_deep_to_read(tmp_path: Path, capsys, text: str, error: str) -> None:
+    recipe = write(tmp_path, "recipe.py", "from ray.serve.llm import LLMConfig\n" + text)
+    assert main([str(recipe)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{recipe}: too deeply nested or too large to read as Python ({error}). "
+        "Fix: split the expression into names bound one by one"
+    ]
+    # Imported from a recipe beside it, the value is not read, and said so.
+    write(tmp_path, "settings.py", text)
+    recipe = write(
+        tmp_path,
+        "recipe.py",
+        f"""
+        from settings import x
+        from ray.serve.llm import LLMConfig
+
+        llm_config = {CONFIG.replace("8", "x")}
+        """,
+    )
+    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
+    assert [(s.line, s.value) for s in deployment.unread] == [
+        (4, f"settings.py could not be read as Python ({error})")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"x = 8\0\n", "a binary file, not text"),
+        ("x = 'ü'\n".encode("latin-1"), "not UTF-8 text (byte 5 cannot be decoded)"),
+    ],
+    ids=["binary", "latin-1"],
+)
+def test_a_recipe_beside_it_is_read_as_the_named_file_is(
+    tmp_path: Path, data: bytes, problem: str
+) -> None:
+    (tmp_path / "settings.py").write_bytes(data)
+    recipe = write(
+        tmp_path,
+        "recipe.py",
+        f"""
+        from settings import x
+        from ray.serve.llm import LLMConfig
+
+        llm_config = {CONFIG.replace("8", "x")}
+        """,
+    )
+    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
+    assert [(s.line, s.value) for s in deployment.unread] == [
+        (4, f"settings.py could not be read ({problem})")
+    ]

@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ray_serve_npu.check.findings import Finding, Severity
@@ -48,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if exit_.code else 0
     # vLLM logs at import; findings are what the user asked for.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    from ray_serve_npu.check.recipe import PROBE_ENV, executing_recipes
+    from ray_serve_npu.check.recipe import PROBE_ENV
     from ray_serve_npu.check.rules import load_rules
     from ray_serve_npu.check.vllm_args import vllm_version
 
@@ -66,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.release:
             load_rules(args.release)
-        with executing_recipes() if args.execute_recipes else nullcontext():
-            report = _check(args.paths, args.release)
+        report = _check(args.paths, args.release, args.execute_recipes)
     except (FileNotFoundError, ValueError) as error:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2
@@ -117,7 +115,7 @@ class _Report:
     skipped: list[str] = field(default_factory=list)
 
 
-def _check(paths: list[str], release: str | None) -> _Report:
+def _check(paths: list[str], release: str | None, execute_recipes: bool) -> _Report:
     from ray_serve_npu.check import (
         InputError,
         NothingToCheck,
@@ -129,7 +127,7 @@ def _check(paths: list[str], release: str | None) -> _Report:
     report = _Report()
     for file, named in files_to_check(paths):
         try:
-            report.findings += check_file(file, release=release)
+            report.findings += check_file(file, release, execute_recipes)
             report.checked += 1
         except NothingToCheck as error:
             if named:

@@ -1,8 +1,8 @@
 """Ray Serve LLM Python recipes: the LLMConfig objects they build.
 
 A recipe is read, not run: ``recipe_static`` evaluates its ``LLMConfig(...)``
-calls from the syntax tree and reports what it cannot read. Within
-``executing_recipes()`` each recipe runs instead, in a subprocess that gets a
+calls from the syntax tree and reports what it cannot read. With
+``execute_recipes`` each recipe runs instead, in a subprocess that gets a
 minimal environment and hands its configs back in a file of its own.
 """
 
@@ -14,15 +14,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from ray_serve_npu.check import recipe_probe
 from ray_serve_npu.check.llm_config import FIELDS, deployment_from_llm_config
 from ray_serve_npu.check.model import Deployment, Setting
+from ray_serve_npu.check.problems import InputError, NothingToCheck
 from ray_serve_npu.check.recipe_static import Config, Lined, Module, Unread, flatten
 
 # Importing Ray Serve LLM and a recipe's own imports take a few seconds on 2 cores.
@@ -31,21 +29,9 @@ _PROBE_TIMEOUT_S = 300
 # directory and the locale. Keys, tokens and cloud credentials stay behind.
 PROBE_ENV = ("PATH", "HOME", "LANG", "LC_ALL")
 
-_EXECUTE: ContextVar[bool] = ContextVar("execute_recipes", default=False)
 
-
-class RecipeError(Exception):
+class RecipeError(InputError):
     """The recipe could not be read, or executed to collect its LLMConfigs."""
-
-
-@contextmanager
-def executing_recipes() -> Iterator[None]:
-    """Within the block, recipes are executed (their module-level code runs) to read them."""
-    token = _EXECUTE.set(True)
-    try:
-        yield
-    finally:
-        _EXECUTE.reset(token)
 
 
 def _deployment(path: str, config: Config, executed: dict[str, Any] | None = None) -> Deployment:
@@ -62,6 +48,7 @@ def _deployment(path: str, config: Config, executed: dict[str, Any] | None = Non
         path, plain if executed is None else executed, lines, config.line
     )
     if executed is None:
+        unread += config.changed
         deployment.unread = [Setting(value=u.why, line=u.line) for u in unread]
     return deployment
 
@@ -85,12 +72,15 @@ def _run_probe(path: str) -> list[dict[str, Any]]:
             )
         except subprocess.TimeoutExpired:
             raise RecipeError(
-                f"{path}: the recipe still ran after {_PROBE_TIMEOUT_S} s; move long-running "
-                'code under `if __name__ == "__main__":`'
+                f"the recipe still ran after {_PROBE_TIMEOUT_S} s",
+                'move long-running code under `if __name__ == "__main__":`',
             ) from None
         if result.returncode != 0 or not result_file.is_file():
             tail = (result.stderr.strip().splitlines() or ["it exited without a result"])[-1]
-            raise RecipeError(f"{path}: running the recipe to read its LLMConfigs failed: {tail}")
+            raise RecipeError(
+                f"running the recipe to read its LLMConfigs failed: {tail}",
+                "fix what the message names, or check without --execute-recipes",
+            )
         return json.loads(result_file.read_text())
 
 
@@ -107,18 +97,43 @@ def _executed(path: str, module: Module) -> list[Deployment]:
     return deployments
 
 
-def parse_recipe(path: str, text: str) -> list[Deployment]:
+def read_recipe(path: Path, text: str) -> Module:
+    """``text``, the recipe at ``path``, evaluated statically."""
     try:
-        tree = ast.parse(text, filename=path)
+        tree = ast.parse(text, filename=str(path))
+        module = Module(path.resolve())
+        module.run(tree)
     except SyntaxError as error:
         raise RecipeError(
-            f"{path}:{error.lineno}: not valid Python ({error.msg}); fix the syntax and check again"
+            f"not valid Python ({error.msg})", "fix the syntax and check again", error.lineno
         ) from None
-    module = Module(Path(path).resolve())
-    module.run(tree)
+    except (RecursionError, MemoryError, ValueError) as error:
+        raise RecipeError(
+            f"too deeply nested or too large to read as Python ({type(error).__name__})",
+            "split the expression into names bound one by one",
+        ) from None
+    return module
+
+
+def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[Deployment]:
+    """The deployments of a recipe's LLMConfigs, read from its source or, with
+    ``execute_recipes``, by running its module-level code."""
+    module = read_recipe(Path(path), text)
     if not module.configs:
-        return []
-    if _EXECUTE.get():
-        return _executed(path, module)
+        if module.imported_config():
+            return []  # built in another recipe, which is checked on its own
+        if not module.uses_serve_llm:
+            return []
+    deployments = _executed(path, module) if execute_recipes else _read(path, module)
+    if not deployments and module.uses_serve_llm:
+        raise NothingToCheck(
+            "the recipe uses Ray Serve LLM but builds no LLMConfig the checker reads",
+            "build each config with `LLMConfig(...)` or a literal dict in `llm_configs`, "
+            "or run the recipe with --execute-recipes",
+        )
+    return deployments
+
+
+def _read(path: str, module: Module) -> list[Deployment]:
     configs = sorted(module.configs.values(), key=lambda c: c.line)
     return [_deployment(path, config) for config in configs]

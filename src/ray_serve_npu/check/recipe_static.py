@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ray_serve_npu.check.problems import InputError, read_text
+
 
 @dataclass(frozen=True)
 class Unread:
@@ -71,20 +73,57 @@ class Config:
     line: int
     # The recipe file it was imported from, or None for a call in the file itself.
     origin: str | None = None
+    # Statements that change the config after it was built, which the checker does not follow.
+    changed: list[Unread] = field(default_factory=list)
 
 
-def _is_llm_config(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    return (isinstance(func, ast.Name) and func.id == "LLMConfig") or (
-        isinstance(func, ast.Attribute) and func.attr == "LLMConfig"
-    )
+# What builds an LLMConfig, and what takes LLMConfigs (or dicts of one) in `llm_configs`.
+_LLM_CONFIG = "LLMConfig"
+_SERVING = frozenset({"build_openai_app", "build_dp_openai_app", "LLMServingArgs"})
+# Modules whose import makes a recipe one that should build an LLMConfig.
+_SERVE_LLM_MODULES = ("ray.serve.llm", "ray_serve_npu")
+
+
+def _imports_serve_llm(tree: ast.Module) -> bool:
+    """Whether module-level code imports Ray Serve LLM; a function that does may be a
+    library's, building configs from its arguments."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        if any(m in _SERVE_LLM_MODULES or m.startswith("ray.serve.llm.") for m in modules):
+            return True
+    return False
 
 
 def _code(node: ast.AST) -> str:
-    text = ast.unparse(node)
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, MemoryError, ValueError):
+        return "(an expression too deep to show)"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _containers(value: Any, found: set[int]) -> set[int]:
+    """The ids of ``value`` and every dict, list and config inside it."""
+    if isinstance(value, Lined | list | Config) and id(value) not in found:
+        found.add(id(value))
+        items: Any = value.values() if isinstance(value, Lined) else value
+        if isinstance(value, Config):
+            items = [value.kwargs]
+        for item in items:
+            _containers(item, found)
+    elif isinstance(value, JsonText):
+        _containers(value.value, found)
+    return found
 
 
 def _relocate(value: Any, line: int, origin: str) -> Any:
@@ -150,16 +189,43 @@ class Module:
     # Files being read, to stop an import cycle.
     reading: frozenset[Path] = frozenset()
     names: dict[str, Any] = field(default_factory=dict)
-    configs: dict[ast.Call, Config] = field(default_factory=dict)
+    # Each LLMConfig by the node that builds it: a call, or a dict in `llm_configs`.
+    configs: dict[ast.AST, Config] = field(default_factory=dict)
+    # Whether the recipe imports Ray Serve LLM, so that it should build an LLMConfig.
+    uses_serve_llm: bool = False
 
     def run(self, tree: ast.Module) -> None:
+        self.uses_serve_llm = _imports_serve_llm(tree)
         for statement in tree.body:
             self._statement(statement)
-        # LLMConfig calls that module-level code does not reach (in a function, or under
+        # Calls that module-level code does not reach (in a function, or under
         # `if __name__ == "__main__":`) are read with the module's final names.
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _is_llm_config(node) and node not in self.configs:
+            if isinstance(node, ast.Call) and self._callee(node) and node not in self.configs:
                 self._expr(node)
+
+    def imported_config(self) -> bool:
+        """Whether the module holds an LLMConfig imported from another recipe."""
+        return any(
+            isinstance(item, Config)
+            for value in self.names.values()
+            for item in (value if isinstance(value, list) else [value])
+        )
+
+    def _callee(self, node: ast.Call) -> str | None:
+        """``LLMConfig`` or one of ``_SERVING`` if ``node`` calls it, by the import table."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.names:
+            name = func.id  # a star import, or an import the checker did not see
+        else:
+            callee = self._expr(func) if isinstance(func, ast.Name | ast.Attribute) else None
+            if isinstance(callee, _Ref):
+                name = callee.name.rsplit(".", 1)[-1]
+            elif isinstance(func, ast.Attribute) and not isinstance(callee, Config):
+                name = func.attr
+            else:
+                return None
+        return name if name == _LLM_CONFIG or name in _SERVING else None
 
     def _statement(self, statement: ast.stmt) -> None:
         if isinstance(statement, ast.Import):
@@ -184,10 +250,15 @@ class Module:
 
     def _forget(self, node: ast.AST, line: int) -> None:
         for name in _touched(node):
-            if not isinstance(self.names.get(name), _Ref):
-                self.names[name] = Unread(
-                    line, f"`{name}` is bound or changed by a statement the checker does not follow"
-                )
+            value = self.names.get(name)
+            if not isinstance(value, _Ref):
+                why = f"`{name}` is bound or changed by a statement the checker does not follow"
+                self.names[name] = Unread(line, why)
+                # A config built from the value, or held in it, may have changed with it.
+                touched = _containers(value, set())
+                for config in self.configs.values():
+                    if _containers(config, set()) & touched:
+                        config.changed.append(Unread(line, f"{why}, after an LLMConfig used it"))
 
     def _import_from(self, statement: ast.ImportFrom) -> None:
         module = statement.module or ""
@@ -291,14 +362,22 @@ class Module:
         return self._unknown(node)
 
     def _call(self, node: ast.Call) -> Any:
-        if _is_llm_config(node):
+        callee_name = self._callee(node)
+        if callee_name == _LLM_CONFIG:
             return self._llm_config(node)
+        if callee_name in _SERVING:
+            self._serving(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "model_dump":
-            base = self._expr(func.value)
-            if isinstance(base, Config) and not node.args and _dumps_every_set_field(node):
+        if isinstance(func, ast.Attribute) and isinstance(base := self._expr(func.value), Config):
+            if func.attr == "model_dump" and not node.args and _dumps_every_set_field(node):
                 # The fields a recipe set; defaults of the fields the checker reads are empty.
                 return base.kwargs
+            if func.attr.startswith("model_copy"):
+                # A config built from another with changes: its values are not read.
+                config = Config(base.kwargs, node.lineno)
+                why = f"`{_code(node)}` builds an LLMConfig the checker does not read"
+                config.changed.append(Unread(node.lineno, why))
+                return self.configs.setdefault(node, config)
         callee = self._expr(func)
         if isinstance(callee, Unread):
             return Unread(node.lineno, f"`{_code(node)}` is a call the checker does not evaluate")
@@ -335,6 +414,21 @@ class Module:
             return _json_text(value)
         except TypeError:  # an LLMConfig object inside
             return self._unknown(node)
+
+    def _serving(self, node: ast.Call) -> None:
+        """Read the literal dicts of ``llm_configs`` passed to an app builder as LLMConfigs."""
+        listed = [k.value for k in node.keywords if k.arg == "llm_configs"]
+        for arg in node.args[:1] + [k.value for k in node.keywords if k.arg is not None]:
+            if isinstance(arg, ast.Dict):
+                listed += [
+                    value
+                    for key, value in zip(arg.keys, arg.values, strict=True)
+                    if isinstance(key, ast.Constant) and key.value == "llm_configs"
+                ]
+        for configs in listed:
+            for item in configs.elts if isinstance(configs, ast.List | ast.Tuple) else []:
+                if isinstance(item, ast.Dict) and item not in self.configs:
+                    self.configs[item] = Config(self._dict(item), item.lineno)
 
     def _llm_config(self, node: ast.Call) -> Config:
         kwargs = Lined()
@@ -373,11 +467,13 @@ def read_module(path: Path, reading: frozenset[Path] = frozenset()) -> Module | 
     if path in reading:
         return Unread(1, f"{path.name} imports itself back (an import cycle)")
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError) as error:
-        return Unread(1, f"{path.name} could not be read as Python ({error})")
-    module = Module(path, reading)
-    module.run(tree)
+        tree = ast.parse(read_text(path), filename=str(path))
+        module = Module(path, reading)
+        module.run(tree)
+    except InputError as error:
+        return Unread(1, f"{path.name} could not be read ({error.problem})")
+    except (OSError, SyntaxError, RecursionError, MemoryError, ValueError) as error:
+        return Unread(1, f"{path.name} could not be read as Python ({type(error).__name__})")
     return module
 
 
