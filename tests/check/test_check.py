@@ -83,11 +83,6 @@ def test_guide_findings_carry_the_fix() -> None:
             "      - --host\n      - 127.0.0.1\n      - --port",
             "endpoint-without-api-key",
         ),
-        (
-            "      - --port",
-            "      - --api-key\n      - ${KEY}\n      - --port",
-            "endpoint-without-api-key",
-        ),
     ],
 )
 def test_fixing_a_setting_clears_only_its_finding(tmp_path, guide_text, old, new, gone) -> None:
@@ -466,20 +461,52 @@ vllm serve /models/Qwen3-8B --host 127.0.0.1 --api-key {key}
 
 
 @pytest.mark.parametrize(
-    ("key", "secret"),
+    ("key", "why"),
     [
-        ("sk-123", True),
-        ("'my key'", True),
-        ('"$VLLM_API_KEY"', False),
-        ("${VLLM_API_KEY}", False),
+        ("sk-123", "holds a literal value"),
+        ("'my key'", "holds a literal value"),
+        # The shell (or Compose) puts the value itself on vLLM's command line, where `ps`
+        # and `docker inspect` show it; vLLM reads VLLM_API_KEY from its environment.
+        ('"$VLLM_API_KEY"', "puts the secret on the command line"),
+        ("${VLLM_API_KEY}", "puts the secret on the command line"),
     ],
 )
-def test_literal_api_key_on_a_command_line(tmp_path, key, secret) -> None:
+def test_any_api_key_on_a_command_line(tmp_path, key, why) -> None:
     page = tmp_path / "page.md"
     page.write_text(API_KEY_PAGE.format(key=key))
     found = [f for f in check_file(page) if f.rule_id == "secret-in-file"]
-    assert [(f.line, f.message.split(":")[0]) for f in found] == (
-        [(5, "`--api-key` holds a literal value")] if secret else []
+    assert [(f.line, f.message.split(":")[0]) for f in found] == [(5, f"`--api-key` {why}")]
+    assert "set VLLM_API_KEY in the environment" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    ("value", "secret"),
+    [
+        ("${HF_TOKEN}", False),
+        ("$HF_TOKEN", False),
+        ("${HF_TOKEN:?set HF_TOKEN}", False),
+        ("${HF_TOKEN?}", False),
+        ("${HF_TOKEN:-}", False),
+        ("${HF_TOKEN:-${OTHER_TOKEN}}", False),
+        # A default or alternative is a literal written into the file.
+        ("${HF_TOKEN:-mysecretdefault}", True),
+        ("${HF_TOKEN-literal}", True),
+        ("${HF_TOKEN:+literal}", True),
+        # Compose reads `$$` as one literal `$`.
+        ("$$literal", True),
+        ("plain", True),
+    ],
+)
+def test_compose_interpolation_of_a_secret(tmp_path, guide_text, value, secret) -> None:
+    path = variant(
+        tmp_path,
+        guide_text,
+        'PYTHONHASHSEED: "0"',
+        f'PYTHONHASHSEED: "0"\n      HF_TOKEN: "{value}"',
+    )
+    found = [f.message for f in check_file(path) if f.rule_id == "secret-in-file"]
+    assert found == (
+        ["HF_TOKEN holds a literal value: " + found[0].split(": ", 1)[1]] if secret else []
     )
 
 

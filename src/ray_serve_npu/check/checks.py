@@ -482,22 +482,41 @@ def check_open_endpoint(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     return findings
 
 
+# Compose's interpolation (compose-spec, "Interpolation"): `$NAME`, `${NAME}`, and
+# `${NAME<op>ARG}` with op `:-`/`-` (default), `:+`/`+` (alternative), `:?`/`?` (error).
+_REFERENCE = re.compile(r"\$(?P<bare>\w+)|\$\{\w+(?:(?P<op>:?[-+?])(?P<arg>.*))?\}", re.DOTALL)
+
+
+def _reads_the_environment(value: str) -> bool:
+    """Whether ``value`` is one variable reference whose every alternative is one too; a
+    non-empty default (``${X:-literal}``) or ``$$`` (Compose's literal ``$``) is a literal."""
+    match = _REFERENCE.fullmatch(value)
+    if match is None:
+        return False
+    arg = match["arg"] or ""
+    return match["op"] is None or "?" in match["op"] or not arg or _reads_the_environment(arg)
+
+
 def check_secrets(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     name_pattern = re.compile(rule.params["name_pattern"])
     value_patterns = [re.compile(p) for p in rule.params["value_patterns"]]
     lines: dict[int, str] = {}
     for dep in parsed.deployments:
         # Environment variables, and engine settings (`--api-key`) by their flag.
-        named = [(name, name, setting) for name, setting in dep.env.items()] + [
-            (key, f"`{engine_flag(key)}`", setting) for key, setting in dep.engine.items()
+        named = [(name, name, setting, False) for name, setting in dep.env.items()] + [
+            (key, f"`{engine_flag(key)}`", setting, dep.http_server_line is not None)
+            for key, setting in dep.engine.items()
         ]
-        for key, shown, setting in named:
+        for key, shown, setting, argv in named:
+            if not name_pattern.search(key):
+                continue
             values = setting.value if isinstance(setting.value, list) else [setting.value]
-            # `${VAR}` / `$VAR` reads the secret from the environment: that is the fix.
-            if name_pattern.search(key) and any(
-                isinstance(v, str) and v and not v.startswith("$") for v in values
-            ):
+            if any(isinstance(v, str) and v and not _reads_the_environment(v) for v in values):
                 lines[setting.line] = f"{shown} holds a literal value"
+            elif argv:
+                # The shell or Compose substitutes a reference before vLLM starts, so the
+                # secret is in the process's arguments, which `ps` and `docker inspect` show.
+                lines[setting.line] = f"{shown} puts the secret on the command line"
     for number, text in enumerate(parsed.lines, start=1):
         if any(p.search(text) for p in value_patterns):
             lines.setdefault(number, "a token-shaped literal")
