@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from checker_data import ROOT, line_of
 
-from ray_serve_npu.check import InputError, check_paths, parse_file
+from ray_serve_npu.check import check_paths, parse_file
 from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.yamlnodes import MAX_LINE, load_documents
 
@@ -87,11 +87,13 @@ def test_a_walked_directory_skips_what_the_checker_does_not_read(
     assert err.startswith(
         f"skipped {tmp_path / 'unrecognised.yaml'}: the checker found nothing it reads"
     )
-    assert [f.rule_id for f in check_paths([tmp_path])] == ["env-balance-scheduling-ignored"]
+    assert [f.rule_id for f in check_paths([tmp_path]).findings] == [
+        "env-balance-scheduling-ignored"
+    ]
 
     # Named, the same file is an error; a directory with nothing to read is too.
-    with pytest.raises(InputError, match="nothing it reads"):
-        check_paths([tmp_path / "unrecognised.yaml"])
+    (unreadable,) = check_paths([tmp_path / "unrecognised.yaml"]).unreadable
+    assert "nothing it reads" in unreadable
     (tmp_path / "merge-key-list.yaml").unlink()
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().out == "0 file(s) checked: 0 finding(s)\n"
@@ -108,6 +110,34 @@ def test_files_that_are_not_configurations(tmp_path: Path, capsys) -> None:
         f"{fifo}: not a regular file. Fix: pass a file or a directory",
         f"{huge}: larger than 10 MiB, which no configuration is. "
         "Fix: pass the configuration file itself",
+    ]
+
+
+def test_paths_that_are_not_files(tmp_path: Path, capsys) -> None:
+    """Each path the checker does not read gets its reason, named or found in a walk."""
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([str(loop), str(empty)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{loop}: cannot be read: Too many levels of symbolic links. "
+        "Fix: pass the file itself, or correct the link",
+        f"{empty}: holds no file the checker reads (.py, .yaml, .yml, .md, .sh files, "
+        "outside hidden folders). Fix: pass the directory or files that hold the configurations",
+    ]
+
+    walked = tmp_path / "walked"
+    walked.mkdir()
+    shutil.copy(HOSTILE / "merge-key-list.yaml", walked)
+    os.mkfifo(walked / "pipe.yaml")
+    (walked / "dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    assert main([str(walked)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == "1 file(s) checked: 1 finding(s)"
+    assert err.splitlines() == [
+        f"skipped {walked / 'dangling.yaml'}: cannot be read: No such file or directory",
+        f"skipped {walked / 'pipe.yaml'}: not a regular file",
     ]
 
 
@@ -137,7 +167,7 @@ def test_a_page_may_show_yaml_the_checker_does_not_read(tmp_path: Path) -> None:
     ]
     page = tmp_path / "page.md"
     page.write_text("# A page\n\n" + "".join(f"```yaml\n{b}```\n\n" for b in blocks))
-    found = check_paths([page])
+    found = check_paths([page]).findings
     assert [f.rule_id for f in found] == ["env-balance-scheduling-ignored"]
 
 
@@ -157,14 +187,16 @@ def test_rayservice_lines_in_other_documents_and_string_styles(tmp_path: Path) -
     # A manifest of several objects: the RayService is read, the others are left alone.
     several = tmp_path / "several.yaml"
     several.write_text(secret + finding)
-    (found,) = check_paths([several])
+    (found,) = check_paths([several]).findings
     assert found.line == 18 + secret.count("\n")
     # In a folded block the config's lines are not the manifest's: the key's line stands.
     folded = tmp_path / "folded.yaml"
     folded.write_text(finding.replace("serveConfigV2: |", "serveConfigV2: |-"))
-    assert [f.line for f in check_paths([folded])] == [18]
+    assert [f.line for f in check_paths([folded]).findings] == [18]
     folded.write_text(finding.replace("serveConfigV2: |", "serveConfigV2: >"))
-    assert [f.line for f in check_paths([folded])] == [line_of(finding, "  serveConfigV2:")]
+    assert [f.line for f in check_paths([folded]).findings] == [
+        line_of(finding, "  serveConfigV2:")
+    ]
 
 
 def test_a_line_too_long_for_a_configuration(tmp_path: Path, capsys) -> None:

@@ -3,13 +3,15 @@
 ``check_file`` reads a Docker Compose file, Serve YAML, LLMConfig YAML, a KubeRay
 RayService manifest, a Ray Serve LLM Python recipe, a Markdown page or shell command
 lines, and returns a finding for every rule of ``rules/<release>.yaml`` it breaks. A
-file it cannot read as one of these raises ``InputError`` (or ``RecipeError``): its
-findings would mean nothing.
+file it cannot read as one of these raises ``InputError`` (a recipe's ``RecipeError``
+is one): its findings would mean nothing.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ray_serve_npu.check.checks import CHECKS, image_release
@@ -32,8 +34,8 @@ __all__ = [
     "RecipeError",
     "Severity",
     "check_file",
+    "Report",
     "check_paths",
-    "files_to_check",
     "parse_file",
 ]
 
@@ -109,7 +111,7 @@ def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
     reading its source.
 
     Raises ``InputError``, with ``file`` set, for a file that cannot be read as what its
-    suffix says, and ``RecipeError`` for a recipe that cannot be read.
+    suffix says (``RecipeError`` for a recipe).
     """
     name = str(path)
     try:
@@ -185,38 +187,95 @@ def check_file(
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule_id))
 
 
-def files_to_check(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
-    """Each file to check, and whether it was named (else found in a named directory)."""
+@dataclass
+class Report:
+    """What ``check_paths`` found: the findings of the files it read, and a line for each
+    path it could not read or skipped."""
+
+    checked: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    # `FILE[:LINE]: problem. Fix: ...` for each path that could not be read: its own
+    # findings are unknown.
+    unreadable: list[str] = field(default_factory=list)
+    # `skipped FILE: why` for each file of a walked directory that the checker does not read.
+    skipped: list[str] = field(default_factory=list)
+
+
+def _unreadable(path: Path, problem: str, fix: str) -> str:
+    error = InputError(problem, fix)
+    error.file = str(path)
+    return str(error)
+
+
+def _files_to_check(paths: Iterable[str | Path], report: Report) -> list[tuple[Path, bool]]:
+    """Each file to check, and whether it was named (else found in a named directory);
+    each path that is not one goes to ``report`` with its reason."""
     files: list[tuple[Path, bool]] = []
     for path in map(Path, paths):
-        if path.is_dir():
-            found = (
-                p
-                for p in path.rglob("*")
-                if p.suffix.lower() in SUFFIXES
-                # Hidden folders hold tools' files (.git, .venv), not configurations.
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                and p.is_file()
+        try:
+            is_dir = stat.S_ISDIR(path.stat().st_mode)
+        except OSError as error:
+            # A symlink loop or a link to nothing: the stat error says which.
+            report.unreadable.append(
+                _unreadable(
+                    path,
+                    f"cannot be read: {error.strerror}",
+                    "pass the file itself, or correct the link",
+                )
             )
-            files += [(p, False) for p in sorted(found)]
-        else:
+            continue
+        if not is_dir:
             files.append((path, True))
+            continue
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.suffix.lower() in SUFFIXES
+            # Hidden folders hold tools' files (.git, .venv), not configurations.
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            and not p.is_dir()
+        )
+        for p in found:
+            try:
+                regular = stat.S_ISREG(p.stat().st_mode)
+            except OSError as error:
+                report.skipped.append(f"skipped {p}: cannot be read: {error.strerror}")
+                continue
+            if regular:
+                files.append((p, False))
+            else:
+                report.skipped.append(f"skipped {p}: not a regular file")
+        if not found:
+            report.unreadable.append(
+                _unreadable(
+                    path,
+                    f"holds no file the checker reads ({', '.join(SUFFIXES)} files, "
+                    "outside hidden folders)",
+                    "pass the directory or files that hold the configurations",
+                )
+            )
     return files
 
 
 def check_paths(
     paths: Iterable[str | Path], release: str | None = None, execute_recipes: bool = False
-) -> list[Finding]:
+) -> Report:
     """Findings for every file (directories are walked for the kinds the checker reads).
 
-    Raises ``InputError`` or ``RecipeError`` for the first file that cannot be read; a
-    file in a walked directory that holds nothing the checker reads is left out.
+    A file that cannot be read, named or walked, gets its line in ``unreadable``; a file
+    of a walked directory that holds nothing the checker reads is ``skipped``.
     """
-    findings: list[Finding] = []
-    for file, named in files_to_check(paths):
+    report = Report()
+    files = _files_to_check(paths, report)
+    for file, named in files:
         try:
-            findings += check_file(file, release, execute_recipes)
-        except NothingToCheck:
+            report.findings += check_file(file, release, execute_recipes)
+            report.checked += 1
+        except NothingToCheck as error:
             if named:
-                raise
-    return findings
+                report.unreadable.append(str(error))
+            else:
+                report.skipped.append(f"skipped {error}")
+        except InputError as error:
+            report.unreadable.append(str(error))
+    return report

@@ -7,9 +7,8 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 
-from ray_serve_npu.check.findings import Finding, Severity
+from ray_serve_npu.check.findings import Severity
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,11 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if exit_.code else 0
     # vLLM logs at import; findings are what the user asked for.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    from ray_serve_npu.check import check_paths
     from ray_serve_npu.check.recipe import PROBE_ENV
     from ray_serve_npu.check.rules import load_rules
     from ray_serve_npu.check.vllm_args import vllm_version
 
-    missing = [p for p in args.paths if not os.path.exists(p)]
+    # A link to nothing or a loop exists: check_paths reports its stat error.
+    missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
         print(f"ray-serve-npu check: FILE: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.release:
             load_rules(args.release)
-        report = _check(args.paths, args.release, args.execute_recipes)
+        report = check_paths(args.paths, args.release, args.execute_recipes)
     except (FileNotFoundError, ValueError) as error:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2
@@ -103,37 +104,3 @@ def main(argv: list[str] | None = None) -> int:
     if report.unreadable or not report.checked:
         return 2
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
-
-
-@dataclass
-class _Report:
-    checked: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    # One line per file that could not be read, and per file of a directory skipped
-    # because it holds nothing the checker reads.
-    unreadable: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-
-def _check(paths: list[str], release: str | None, execute_recipes: bool) -> _Report:
-    from ray_serve_npu.check import (
-        InputError,
-        NothingToCheck,
-        RecipeError,
-        check_file,
-        files_to_check,
-    )
-
-    report = _Report()
-    for file, named in files_to_check(paths):
-        try:
-            report.findings += check_file(file, release, execute_recipes)
-            report.checked += 1
-        except NothingToCheck as error:
-            if named:
-                report.unreadable.append(str(error))
-            else:
-                report.skipped.append(f"skipped {error}")
-        except (InputError, RecipeError) as error:
-            report.unreadable.append(str(error))
-    return report
