@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ray_serve_npu.check.checks import truthy
 from ray_serve_npu.check.model import Mount
 
 # Options of the short syntax's last field (docs.docker.com, "Bind mounts" and the Compose
@@ -50,10 +51,6 @@ def short_syntax(spec: str, line: int) -> Mount | None:
     return Mount(source=source, target=target, read_only="ro" in mode.split(","), line=line)
 
 
-def _true(value: Any) -> bool:
-    return value is True or str(value).lower() in ("true", "1")
-
-
 def compose_volume(item: Any, line: int) -> Mount | None:
     """One item of a Compose service's ``volumes``: a short-syntax string or a mapping."""
     if isinstance(item, str):
@@ -62,7 +59,7 @@ def compose_volume(item: Any, line: int) -> Mount | None:
         return Mount(
             source=str(item.get("source") or ""),
             target=str(item["target"]),
-            read_only=_true(item.get("read_only", False)),
+            read_only=truthy(item.get("read_only", False)),
             line=line,
         )
     return None
@@ -80,6 +77,6 @@ def docker_mount(spec: str, line: int) -> Mount | None:
     return Mount(
         source=options.get("source") or options.get("src") or "",
         target=target,
-        read_only=_true(options.get("readonly", options.get("ro", "false"))),
+        read_only=truthy(options.get("readonly", options.get("ro", "false"))),
         line=line,
     )
