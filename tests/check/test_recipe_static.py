@@ -402,13 +402,17 @@ def test_python_too_deep_to_read(tmp_path: Path, capsys, text: str, error: str) 
     [
         (b"x = 8\0\n", "a binary file, not text"),
         ("x = 'ü'\n".encode("latin-1"), "not UTF-8 text (byte 5 cannot be decoded)"),
+        (b"", "larger than 10 MiB, which no configuration is"),
     ],
-    ids=["binary", "latin-1"],
+    ids=["binary", "latin-1", "huge"],
 )
 def test_a_recipe_beside_it_is_read_as_the_named_file_is(
     tmp_path: Path, data: bytes, problem: str
 ) -> None:
-    (tmp_path / "settings.py").write_bytes(data)
+    with (tmp_path / "settings.py").open("wb") as settings:
+        settings.write(data)
+        if not data:
+            settings.truncate(11 * 2**20)
     recipe = write(
         tmp_path,
         "recipe.py",
