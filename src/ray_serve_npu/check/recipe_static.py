@@ -2,11 +2,13 @@
 
 The evaluator knows literals, lists and dicts (with ``**`` unpacking), module-level
 names bound to such values, ``dict(...)``, ``json.dumps(...)``, subscripts,
-``LLMConfig(...)`` and its ``model_dump()``, names imported from a recipe file
-beside this one (read the same way), and ``os.environ.get(NAME, default)`` or
+``LLMConfig(...)`` under any name the recipe imports it as, and its ``model_dump()``,
+literal dicts in the ``llm_configs`` of an app builder, names imported from a recipe
+file beside this one (read the same way), and ``os.environ.get(NAME, default)`` or
 ``os.getenv(NAME, default)``, which it reads as the default: the checker never
 looks at the environment. Any other expression becomes an ``Unread`` value that
-says why, at its line, so that what was not read is reported, never guessed.
+says why, at its line, so that what was not read is reported, never guessed; so is
+a statement it does not follow that may change a config after it was built.
 """
 
 from __future__ import annotations
