@@ -17,10 +17,9 @@ from ray_serve_npu.compat import check_ray_version, installed_vllm_version
 # Fail at import, with the fix, rather than deep inside Serve on an untested Ray.
 check_ray_version(ray.__version__, installed_vllm_version())
 
-from ray_serve_npu import _patch  # noqa: E402
+from ray_serve_npu import _patch, accelerators  # noqa: E402
 from ray_serve_npu.accelerators import (  # noqa: E402
     NPU_ACCELERATOR_VALUES,
-    RAY_HAS_NPU_KIND,
     HardwareMismatchError,
     NPUAccelerator,
     NPUConfig,
@@ -40,9 +39,6 @@ logger = logging.getLogger(__name__)
 
 
 def _enabled() -> bool:
-    if RAY_HAS_NPU_KIND:
-        logger.info("Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge.")
-        return False
     if ray_serve_npu_autoload.disabled():
         ray_serve_npu_autoload.refuse_disabling_the_api_key()
         logger.warning(
@@ -57,9 +53,16 @@ def activate() -> None:
     """Make the npu kind available in this process.
 
     Patches the Ray Serve LLM modules already imported and hooks the ones
-    imported later. Importing the package calls it; calling it again does nothing.
+    imported later. Where Ray Serve LLM has an npu kind of its own, patches only
+    the OpenAI ingress (API key, stream guard, 404 naming the served models).
+    Importing the package calls it; calling it again does nothing.
     """
     if _enabled():
+        if accelerators.RAY_HAS_NPU_KIND:
+            logger.info(
+                "Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge and "
+                "adds only the OpenAI ingress's API key, stream guard and 404."
+            )
         ray_serve_npu_autoload.install()
         _patch.patch_loaded_modules()
 

@@ -7,7 +7,8 @@ idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds,
 except in the OpenAI ingress, for every kind: the 404 for an unknown model also
 names the served models, an API key can be required, and a stream whose replica
 fails ends in an error event (:mod:`ray_serve_npu.ingress`,
-:mod:`ray_serve_npu.streams`).
+:mod:`ray_serve_npu.streams`). On a Ray Serve LLM with an npu kind of its own,
+only the ingress is patched.
 """
 
 from __future__ import annotations
@@ -243,16 +244,29 @@ _PATCHES: dict[str, Callable[[ModuleType], Any]] = {
 TARGET_MODULES: frozenset[str] = frozenset(_PATCHES)
 
 
+def _patches() -> dict[str, Callable[[ModuleType], Any]]:
+    """The patches this Ray needs.
+
+    The ingress's (API key, stream guard, 404 naming the served models) hold for
+    every kind, so they apply even where Ray Serve LLM has an npu kind of its own
+    and the npu patches step aside: a key set must never go unenforced.
+    """
+    if npu.RAY_HAS_NPU_KIND:
+        return {INGRESS: _patch_ingress}
+    return _PATCHES
+
+
 def patch_module(name: str) -> bool:
     """Apply the npu patch to the already-imported module ``name``.
 
     Returns whether pydantic models had to be rebuilt (the module was imported
     before the plugin).
     """
+    patch = _patches().get(name)
     module = sys.modules[name]
-    if getattr(module, _PATCHED, False):
+    if patch is None or getattr(module, _PATCHED, False):
         return False
-    rebuilt = bool(_PATCHES[name](module))
+    rebuilt = bool(patch(module))
     setattr(module, _PATCHED, True)
     logger.debug("ray_serve_npu: patched %s", name)
     return rebuilt
@@ -265,7 +279,7 @@ def patch_loaded_modules() -> None:
     it) is left to the import hook, which patches it once it completes.
     """
     rebuilt = False
-    for name in _PATCHES:
+    for name in _patches():
         if name in sys.modules and name not in ray_serve_npu_autoload.EXECUTING:
             rebuilt |= patch_module(name)
     if rebuilt:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
+from types import ModuleType
 
 import cloudpickle
 import pytest
 from npu_configs import make_llm_config
+from starlette.testclient import TestClient
 
+import ray_serve_npu
 import ray_serve_npu_autoload
-from ray_serve_npu import _patch
+from ray_serve_npu import _patch, accelerators
 from ray_serve_npu.compat import (
     RAY_VLLM_PINS,
     SUPPORTED_RAY,
@@ -109,6 +113,44 @@ def test_disabling_the_plugin_while_an_api_key_is_set_is_an_error(code: str) -> 
         "the API key in RAY_SERVE_NPU_API_KEY"
     ) in result.stderr.decode()
     assert "Fix: unset RAY_SERVE_NPU_DISABLE" in result.stderr.decode()
+
+
+def _fresh(monkeypatch: pytest.MonkeyPatch, name: str) -> ModuleType:
+    """A new, unpatched copy of Ray's module ``name``, in its place in ``sys.modules``."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
+def test_where_ray_has_its_own_npu_kind_the_api_key_still_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ray Serve LLM with an npu kind of its own, imported before the plugin activates.
+    monkeypatch.setattr(accelerators, "RAY_HAS_NPU_KIND", True)
+    ray_accelerators = _fresh(monkeypatch, _patch.ACCELERATORS)
+    ray_ingress = _fresh(monkeypatch, _patch.INGRESS)
+    monkeypatch.setenv(ray_serve_npu_autoload.API_KEY_ENV_VAR, "k")
+
+    ray_serve_npu.activate()
+
+    with TestClient(ray_ingress.init()) as client:
+        assert client.get("/v1/models").status_code == 401
+    # Ray's own npu kind is left alone.
+    assert not hasattr(ray_accelerators, "NPUConfig")
+
+
+def test_where_ray_has_its_own_npu_kind_disabling_the_plugin_with_a_key_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(accelerators, "RAY_HAS_NPU_KIND", True)
+    monkeypatch.setenv(ray_serve_npu_autoload.DISABLE_ENV_VAR, "1")
+    monkeypatch.setenv(ray_serve_npu_autoload.API_KEY_ENV_VAR, "k")
+
+    with pytest.raises(ray_serve_npu_autoload.DisabledWithApiKeyError):
+        ray_serve_npu.activate()
 
 
 def test_import_hook_watches_exactly_the_patched_modules() -> None:
