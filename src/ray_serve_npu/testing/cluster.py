@@ -70,7 +70,21 @@ AUTH_TOKEN_ENV_VAR = "RAY_AUTH_TOKEN"
 
 
 def _reload_ray_auth() -> None:
-    """Make this process's Ray read the authentication mode and token from the environment again."""
+    """Make this process's Ray read the authentication mode and token from the environment again.
+
+    This resets the whole of Ray's config in this process, not just the mode: Ray
+    keeps the mode in its C++ ``RayConfig`` (``GetAuthenticationMode`` in
+    ``src/ray/rpc/authentication/authentication_mode.cc``), and the only reload
+    that Python reaches, ``Config.initialize("")``, reads every ``RAY_*`` setting
+    again from the environment and the defaults. Ray 2.60 reloads the mode the
+    same way (``_enable_token_auth`` in
+    ``ray/_private/authentication/authentication_token_setup.py``,
+    ``reset_auth_token_state`` in ``ray/_private/authentication_test_utils.py``).
+    It is safe in :meth:`FakeNPUCluster.driver_env`, which is entered before
+    ``ray.init`` and left after ``ray.shutdown``: no connection of this process
+    runs on the settings it drops, and settings passed to ``ray.init`` inside the
+    block come after the reset.
+    """
     from ray._raylet import AuthenticationTokenLoader, Config
 
     # The config first: a token reload under a stale mode would look for the old token.
@@ -133,7 +147,9 @@ class FakeNPUCluster:
 
         Ray reads the authentication mode and token once per process and keeps them
         (``ray._raylet.Config``, ``AuthenticationTokenLoader``), so both are reloaded
-        after the environment changes, on entry and on exit.
+        after the environment changes, on entry and on exit. The reload resets all
+        of Ray's config in this process: enter before ``ray.init`` and leave after
+        ``ray.shutdown``.
         """
         saved = {name: os.environ.get(name) for name in self.env()}
         os.environ.update(self.env())
