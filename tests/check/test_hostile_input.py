@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from checker_data import ROOT, line_of
 
-from ray_serve_npu.check import check_paths, parse_file
+from ray_serve_npu.check import MAX_LINE, check_paths, parse_file
 from ray_serve_npu.check.cli import main
-from ray_serve_npu.check.yamlnodes import MAX_LINE, load_documents
+from ray_serve_npu.check.yamlnodes import load_documents
 
 HOSTILE = Path(__file__).parent / "hostile"
 with (HOSTILE / "expected.csv").open(newline="") as table:
@@ -199,13 +199,21 @@ def test_rayservice_lines_in_other_documents_and_string_styles(tmp_path: Path) -
     ]
 
 
-def test_a_line_too_long_for_a_configuration(tmp_path: Path, capsys) -> None:
-    """ruamel.yaml's scanner takes minutes on a line of megabytes: such a line is refused."""
-    comment = tmp_path / "long-comment.yaml"
-    comment.write_text("services:\n  vllm:\n    image: x\n# " + "a" * MAX_LINE + "\n")
-    assert main([str(comment)]) == 2
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("long-comment.yaml", "services:\n  vllm:\n    image: x\n# {long}\n"),
+        ("long-flag.md", "# Page\n\n```bash\nvllm serve /m --host 127.0.0.1 --x {long}\n```\n"),
+        ("long-flag.sh", "#!/bin/sh\n\n\nvllm serve /m --host 127.0.0.1 --x {long}\n"),
+    ],
+)
+def test_a_line_too_long_for_a_configuration(tmp_path: Path, capsys, name, text) -> None:
+    """A line of megabytes took minutes (ruamel.yaml's scanner, the flag checks): refused."""
+    path = tmp_path / name
+    path.write_text(text.format(long="a" * MAX_LINE))
+    assert main([str(path)]) == 2
     assert capsys.readouterr().err == (
-        f"{comment}:4: a line longer than {MAX_LINE // 2**10} KiB, which no configuration "
+        f"{path}:4: a line longer than {MAX_LINE // 2**10} KiB, which no configuration "
         "holds. Fix: pass the configuration file itself\n"
     )
 

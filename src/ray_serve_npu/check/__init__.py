@@ -41,6 +41,9 @@ __all__ = [
 
 #: Suffixes a directory is searched for; any other file is read as shell commands.
 SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
+#: Configurations' lines are short; the YAML, Markdown and shell readers (ruamel.yaml's
+#: scanner, the flag checks) took minutes on a line of megabytes.
+MAX_LINE = 64 * 2**10
 _WHAT_IS_READ = (
     "a Compose file (services), a Serve config (applications), "
     "an LLMConfig (model_loading_config) or a RayService (kind: RayService)"
@@ -104,6 +107,16 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
     return deployments
 
 
+def _check_line_lengths(lines: list[str]) -> None:
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_LINE:
+            raise InputError(
+                f"a line longer than {MAX_LINE // 2**10} KiB, which no configuration holds",
+                "pass the configuration file itself",
+                number,
+            )
+
+
 def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
     """Read one file into deployments, choosing the parser by its suffix.
 
@@ -118,6 +131,9 @@ def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
         text = read_text(Path(path))
         parsed = ParsedFile(path=name, lines=text.splitlines())
         suffix = Path(path).suffix.lower()
+        if suffix != ".py":
+            # Python's own parser takes long lines in its stride; recipe.py bounds its depth.
+            _check_line_lengths(parsed.lines)
         if suffix == ".py":
             parsed.deployments = parse_recipe(name, text, execute_recipes)
         elif suffix in (".yaml", ".yml"):

@@ -2,9 +2,10 @@
 
 ruamel.yaml's round-trip loader keeps each key's and item's position and follows merge
 keys (``<<: *common``). What it leaves unbounded is bounded here, since the checker reads
-files from anyone: line length, nesting depth, recursive aliases, and how far aliases
-expand (a few lines of aliases can stand for billions of values). A file past a bound is
-an ``InputError``, as is anything that is not YAML.
+files from anyone: nesting depth, recursive aliases, and how far aliases expand (a few
+lines of aliases can stand for billions of values). A file past a bound is an
+``InputError``, as is anything that is not YAML. Line length is bounded before any
+parser runs (``check.MAX_LINE``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ Path = tuple[str | int, ...]
 # A Compose file or Serve config holds hundreds of values, nested a dozen deep.
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
-MAX_LINE = 64 * 2**10
 _STANDARD_TAGS = "tag:yaml.org,2002:"
 _STR_TAG = _STANDARD_TAGS + "str"
 
@@ -83,18 +83,6 @@ def _syntax_error(error: YAMLError) -> InputError:
         )
     first = (str(error).strip().splitlines() or ["unreadable"])[0]
     return InputError(f"not valid YAML: {first}", "save the file as UTF-8 YAML text")
-
-
-def _check_lines(text: str) -> None:
-    """Refuse a line no configuration holds: ruamel.yaml's scanner is quadratic in a
-    line's length (a comment of 1.6 MB takes minutes)."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if len(line) > MAX_LINE:
-            raise InputError(
-                f"a line longer than {MAX_LINE // 2**10} KiB, which no configuration holds",
-                "pass the configuration file itself",
-                number,
-            )
 
 
 def _plain_key(key: Any, line: int) -> str:
@@ -226,7 +214,6 @@ def load_documents(
         with warnings.catch_warnings():
             # YAML lets a later anchor of a name replace the earlier one.
             warnings.simplefilter("ignore", ReusedAnchorWarning)
-            _check_lines(text)
             raw = list(yaml.load_all(text))
         for data in raw:
             if data is None:
