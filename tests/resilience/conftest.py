@@ -19,7 +19,7 @@ import pytest
 from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.tiny_model import make_tiny_model
 
-from .fake_serving import MAX_NUM_SEQS, ServedApp, served_app
+from .fake_serving import ServedApp, guarantees, served_app
 
 _FIGURES = pytest.StashKey[list[str]]()
 
@@ -84,6 +84,6 @@ def app(
         tiny_model_dir,
         tmp_path_factory.mktemp("app"),
         "resilience",
-        engine_kwargs={"max_num_seqs": MAX_NUM_SEQS},
+        engine_kwargs={"max_num_seqs": guarantees()["max_num_seqs"]},
     ) as app:
         yield app

@@ -12,6 +12,7 @@ starts a local Ray), which this process must never do.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import subprocess
@@ -32,13 +33,21 @@ from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")
-#: The loads and bounds the tests assert, one figure each; docs/troubleshooting.md
-#: shows them as ``{{ resilience_<name> }}`` (docs/conf.py reads this file).
-GUARANTEES: dict[str, Any] = json.loads(Path(__file__).with_name("guarantees.json").read_text())
 MODEL_ID = "deepseek-v4-flash"
-#: The engine's batch limit in the served app, cut from the recipe's 32 so that a
-#: load of 64 clients is eight times what the engine runs at once.
-MAX_NUM_SEQS: int = GUARANTEES["max_num_seqs"]
+
+
+@functools.cache
+def guarantees() -> dict[str, Any]:
+    """The loads and bounds the tests assert, one figure each, read on first use.
+
+    docs/troubleshooting.md shows them as ``{{ resilience_<name> }}`` (docs/conf.py
+    reads guarantees.json too). ``max_num_seqs`` is the engine's batch limit in the
+    served app, cut from the recipe's 32 so that a load of 64 clients is eight times
+    what the engine runs at once.
+    """
+    return json.loads(Path(__file__).with_name("guarantees.json").read_text())
+
+
 #: Ray Serve LLM names the model's deployment ``LLMServer:<model_id>``.
 LLM_DEPLOYMENT_PREFIX = "LLMServer"
 #: Tiny-model start-up is about a minute on two cores; leave room for a loaded machine.
@@ -346,8 +355,6 @@ def wait_for_success(base_url: str, deadline_s: float) -> float:
 #: vLLM's histogram of the time each request waited before it was scheduled
 #: (``vllm:request_queue_time_seconds``, as Ray exports it).
 QUEUE_TIME_METRIC = "ray_vllm_request_queue_time_seconds"
-#: vLLM's smallest queue-time bucket, in seconds (the label of its ``le``).
-SHORTEST_QUEUE_BUCKET: str = GUARANTEES["queue_wait_over_s"]
 
 
 @dataclass(frozen=True)
@@ -356,7 +363,8 @@ class QueueTimes:
 
     requests: float
     total_s: float
-    #: Requests that waited at most :data:`SHORTEST_QUEUE_BUCKET` seconds.
+    #: Requests that waited at most vLLM's smallest queue-time bucket, in seconds
+    #: (``queue_wait_over_s`` of :func:`guarantees`, the label of its ``le``).
     short_waits: float
 
     def __sub__(self, earlier: QueueTimes) -> QueueTimes:
@@ -369,6 +377,7 @@ class QueueTimes:
 
 def queue_times(app: ServedApp) -> QueueTimes:
     """Read vLLM's queue-time histogram from every node's metrics endpoint."""
+    shortest_bucket = guarantees()["queue_wait_over_s"]
     totals = {"_count": 0.0, "_sum": 0.0, "_bucket": 0.0}
     for url in app.metrics_urls:
         for family in text_string_to_metric_families(httpx.get(url, timeout=30).text):
@@ -376,7 +385,7 @@ def queue_times(app: ServedApp) -> QueueTimes:
                 continue
             for sample in family.samples:
                 suffix = sample.name.removeprefix(QUEUE_TIME_METRIC)
-                if suffix == "_bucket" and sample.labels["le"] != SHORTEST_QUEUE_BUCKET:
+                if suffix == "_bucket" and sample.labels["le"] != shortest_bucket:
                     continue
                 totals[suffix] = totals.get(suffix, 0.0) + sample.value
     return QueueTimes(

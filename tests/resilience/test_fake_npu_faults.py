@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import time
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
@@ -22,13 +23,12 @@ import pytest
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST, StreamFault
 
 from .fake_serving import (
-    GUARANTEES,
     LLM_DEPLOYMENT_PREFIX,
-    MAX_NUM_SEQS,
     OpenStreams,
     ServedApp,
     StreamOutcome,
     chat_body,
+    guarantees,
     run_driver,
     stream_many,
     wait_for_success,
@@ -36,40 +36,51 @@ from .fake_serving import (
 
 pytestmark = pytest.mark.fake_npu
 
-#: Two batches of long answers: the engine is busy when the kill lands.
-CLIENTS: int = GUARANTEES["fault_clients"]
-TOKENS_PER_ANSWER: int = GUARANTEES["fault_tokens_per_answer"]
-#: The kill waits until this many streams have sent a chunk and are still open,
-#: so that it cuts streams mid-answer: a whole batch of the engine.
-STREAMS_OPEN_AT_KILL: int = GUARANTEES["fault_streams_open_at_kill"]
-#: A stream still open after this long counts as a hang.
-CLIENT_TIMEOUT_S: float = GUARANTEES["fault_client_timeout_s"]
-#: Every stream the kill breaks ends within this long after it.
-CUT_STREAMS_END_WITHIN_S: float = GUARANTEES["fault_cut_streams_end_within_s"]
-#: Serve's health check (10 s period in Ray Serve LLM) plus an engine start.
-RECOVERY_DEADLINE_S: float = GUARANTEES["fault_recovery_deadline_s"]
+
+@dataclass(frozen=True)
+class FaultFigures:
+    """The fault tests' figures: ``fault_<name>`` in :func:`guarantees`."""
+
+    #: Two batches of long answers: the engine is busy when the kill lands.
+    clients: int
+    tokens_per_answer: int
+    #: The kill waits until this many streams have sent a chunk and are still open,
+    #: so that it cuts streams mid-answer: a whole batch of the engine.
+    streams_open_at_kill: int
+    #: A stream still open after this long counts as a hang.
+    client_timeout_s: float
+    #: Every stream the kill breaks ends within this long after it.
+    cut_streams_end_within_s: float
+    #: Serve's health check (10 s period in Ray Serve LLM) plus an engine start.
+    recovery_deadline_s: float
+
+    @classmethod
+    def read(cls) -> FaultFigures:
+        return cls(**{field.name: guarantees()[f"fault_{field.name}"] for field in fields(cls)})
 
 
 def test_the_kill_waits_for_at_most_the_streams_the_engine_runs_at_once() -> None:
-    assert STREAMS_OPEN_AT_KILL <= MAX_NUM_SEQS < CLIENTS
+    figures = FaultFigures.read()
+    assert figures.streams_open_at_kill <= guarantees()["max_num_seqs"] < figures.clients
 
 
 async def _kill_under_load(app: ServedApp, pid: int) -> tuple[list[StreamOutcome], float]:
-    """Stream :data:`CLIENTS` long answers; SIGKILL ``pid`` once enough of them are open."""
-    open_streams = OpenStreams(STREAMS_OPEN_AT_KILL)
+    """Stream ``FaultFigures.clients`` long answers; SIGKILL ``pid`` once enough are open."""
+    figures = FaultFigures.read()
+    open_streams = OpenStreams(figures.streams_open_at_kill)
     bodies = [
-        chat_body(f"In flight {index}", max_tokens=TOKENS_PER_ANSWER, ignore_eos=True)
-        for index in range(CLIENTS)
+        chat_body(f"In flight {index}", max_tokens=figures.tokens_per_answer, ignore_eos=True)
+        for index in range(figures.clients)
     ]
     load = asyncio.ensure_future(
-        stream_many(app.base_url, bodies, CLIENT_TIMEOUT_S, open_streams=open_streams)
+        stream_many(app.base_url, bodies, figures.client_timeout_s, open_streams=open_streams)
     )
     try:
-        await asyncio.wait_for(open_streams.reached.wait(), CLIENT_TIMEOUT_S)
+        await asyncio.wait_for(open_streams.reached.wait(), figures.client_timeout_s)
     except asyncio.TimeoutError:
         raise AssertionError(
-            f"{STREAMS_OPEN_AT_KILL} streams were never open at once within "
-            f"{CLIENT_TIMEOUT_S} s: {await load}"
+            f"{figures.streams_open_at_kill} streams were never open at once within "
+            f"{figures.client_timeout_s} s: {await load}"
         ) from None
     # No await between the count and the kill: the streams counted are open at the kill.
     killed_at = time.time()
@@ -78,11 +89,11 @@ async def _kill_under_load(app: ServedApp, pid: int) -> tuple[list[StreamOutcome
 
 
 def _assert_recovers(app: ServedApp, killed_at: float, record_figure: Any) -> None:
-    recovered_at = wait_for_success(app.base_url, RECOVERY_DEADLINE_S)
+    figures = FaultFigures.read()
+    recovered_at = wait_for_success(app.base_url, figures.recovery_deadline_s)
     record_figure("recovery s", round(recovered_at - killed_at, 1))
-    later = asyncio.run(
-        stream_many(app.base_url, [chat_body(max_tokens=16)] * MAX_NUM_SEQS, CLIENT_TIMEOUT_S)
-    )
+    bodies = [chat_body(max_tokens=16)] * guarantees()["max_num_seqs"]
+    later = asyncio.run(stream_many(app.base_url, bodies, figures.client_timeout_s))
     assert all(outcome.completed for outcome in later), later
 
 
@@ -109,12 +120,13 @@ def _assert_cut_streams_end_in_errors(
     fault: StreamFault,
     record_figure: Any,
 ) -> None:
+    figures = FaultFigures.read()
     hung = [outcome for outcome in outcomes if outcome.timed_out]
     assert not hung, f"{len(hung)} streams hung: {hung}"
     # The streams open at the kill had begun their answers (HTTP 200 sent): each
     # must end in the fault's error event, on which the OpenAI client raises.
     open_at_kill = [outcome for outcome in outcomes if outcome.open_at(killed_at)]
-    assert len(open_at_kill) >= STREAMS_OPEN_AT_KILL, outcomes
+    assert len(open_at_kill) >= figures.streams_open_at_kill, outcomes
     for outcome in open_at_kill:
         _assert_the_fault_event(outcome, fault)
     # The others either completed, were cut too (the same event), or had not
@@ -132,7 +144,7 @@ def _assert_cut_streams_end_in_errors(
             assert outcome.status == fault.code, outcome
             assert json.loads(outcome.error) == fault.error(outcome.request_id), outcome
     last_end_s = max(outcome.ended_at for outcome in cut) - killed_at
-    assert last_end_s <= CUT_STREAMS_END_WITHIN_S, [o.ended_at - killed_at for o in cut]
+    assert last_end_s <= figures.cut_streams_end_within_s, [o.ended_at - killed_at for o in cut]
     # The plugin logged each failed request's cause beside its request id, in its
     # own words (Serve's proxy logs every request id).
     failures = {

@@ -8,28 +8,39 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
 
 from .fake_serving import (
-    GUARANTEES,
-    MAX_NUM_SEQS,
     QueueTimes,
     ServedApp,
     chat_body,
+    guarantees,
     queue_times,
     stream_many,
 )
 
 pytestmark = pytest.mark.fake_npu
 
-CLIENTS: int = GUARANTEES["load_clients"]
-#: Long enough that a full batch takes a visible time, so the clients beyond
-#: ``max_num_seqs`` wait in vLLM's queue; ``ignore_eos`` makes every answer this long.
-TOKENS_PER_ANSWER: int = GUARANTEES["load_tokens_per_answer"]
-#: Every stream must complete within this.
-CLIENT_TIMEOUT_S: float = GUARANTEES["load_client_timeout_s"]
+
+@dataclass(frozen=True)
+class LoadFigures:
+    """The load test's figures: ``load_<name>`` in :func:`guarantees`."""
+
+    clients: int
+    #: Long enough that a full batch takes a visible time, so the clients beyond
+    #: ``max_num_seqs`` wait in vLLM's queue; ``ignore_eos`` makes every answer this long.
+    tokens_per_answer: int
+    #: Every stream must complete within this.
+    client_timeout_s: float
+
+    @classmethod
+    def read(cls) -> LoadFigures:
+        return cls(**{field.name: guarantees()[f"load_{field.name}"] for field in fields(cls)})
+
+
 #: Ray's metrics agent exports what workers report every few seconds.
 METRICS_DEADLINE_S = 60
 
@@ -57,31 +68,35 @@ def _stats(values: list[float]) -> dict[str, float]:
 def test_fake_npu_64_streaming_clients_complete_and_queue_in_the_metrics(
     app: ServedApp, record_figure: Any
 ) -> None:
+    figures = LoadFigures.read()
     before = queue_times(app)
     bodies = [
         chat_body(
             f"Client {index}",
-            max_tokens=TOKENS_PER_ANSWER,
+            max_tokens=figures.tokens_per_answer,
             ignore_eos=True,
             stream_options={"include_usage": True},
         )
-        for index in range(CLIENTS)
+        for index in range(figures.clients)
     ]
     started = time.monotonic()
-    outcomes = asyncio.run(stream_many(app.base_url, bodies, CLIENT_TIMEOUT_S))
+    outcomes = asyncio.run(stream_many(app.base_url, bodies, figures.client_timeout_s))
     wall_s = time.monotonic() - started
 
     incomplete = [outcome for outcome in outcomes if not outcome.completed]
-    assert not incomplete, f"{len(incomplete)} of {CLIENTS} streams did not complete: {incomplete}"
-    assert [outcome.completion_tokens for outcome in outcomes] == [TOKENS_PER_ANSWER] * CLIENTS
+    clients = figures.clients
+    assert not incomplete, f"{len(incomplete)} of {clients} streams did not complete: {incomplete}"
+    assert [outcome.completion_tokens for outcome in outcomes] == [
+        figures.tokens_per_answer
+    ] * clients
     assert all(outcome.finish_reason == "length" for outcome in outcomes)
 
-    queued = _wait_for_queue_times(app, before, CLIENTS)
+    queued = _wait_for_queue_times(app, before, figures.clients)
     waited = queued.requests - queued.short_waits
     # All but the first batch had to wait for a whole answer to finish.
-    assert waited >= CLIENTS - MAX_NUM_SEQS, queued
+    assert waited >= figures.clients - guarantees()["max_num_seqs"], queued
 
-    record_figure("clients completed", f"{CLIENTS - len(incomplete)}/{CLIENTS}")
+    record_figure("clients completed", f"{figures.clients - len(incomplete)}/{figures.clients}")
     record_figure("wall time s", round(wall_s, 1))
     record_figure("first chunk s", _stats([o.first_chunk_s for o in outcomes if o.first_chunk_s]))
     record_figure("requests queued over 0.3 s", int(waited))
