@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ray.exceptions import RayActorError
-from ray.llm._internal.serve.utils.server_utils import get_response_for_error
 from ray.serve import context as serve_context
 from starlette.responses import JSONResponse, Response
 
@@ -178,6 +177,12 @@ def answering_failures(
         try:
             return await ray_process(self, *args, **kwargs)
         except Exception as error:
+            # Imported here, not at module level: the module imports vLLM, and this
+            # package is imported while vLLM loads its platform plugins (the fake
+            # tier's), where importing vLLM again is circular. The ingress has
+            # already imported it by the time a request fails.
+            from ray.llm._internal.serve.utils.server_utils import get_response_for_error
+
             rid = request_id()
             # Ray's own rule for the status, which differs between Ray versions.
             if get_response_for_error(error, rid).error.code < 500:
