@@ -28,8 +28,8 @@ RAY_STACKS: dict[str, list[str]] = {
     "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test,bench]"],
     # fastapi: with vLLM 0.22.0, pip takes the newest fastapi, and Ray 2.56.1's
     # Serve can't pickle apps of fastapi 0.139.2 and later
-    # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.60
-    # stack resolves.
+    # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.57.1
+    # stack resolves under vLLM 0.25.1's cap.
     "2.56.1": ["ray[serve]==2.56.1", "vllm==0.22.0", "fastapi==0.136.3", "pyarrow", ".[test]"],
     # The Ray whose Serve LLM pins vLLM 0.25.1, the vLLM of vLLM-Ascend v0.25.1rc1.
     # pyarrow: ray.serve.llm imports pyarrow.fs, which ray[serve] does not bring.
@@ -53,7 +53,7 @@ TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 @nox.session
 @nox.parametrize("ray", list(RAY_STACKS))
 def tests(session: nox.Session, ray: str) -> None:
-    """Run the test suite against one end of the supported Ray range."""
+    """Run the test suite at one tested point of the supported Ray range."""
     session.install(*RAY_STACKS[ray])
     # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
     # break `import vllm` beside torch's CPU build; the engine needs neither.
