@@ -364,6 +364,22 @@ def test_a_recipe_using_serve_llm_without_a_config_it_reads_is_not_checked(
     assert check_file(write(tmp_path, "client.py", "import json\n")) == []
 
 
+def _unread_from_settings(tmp_path: Path) -> list[tuple[int, object]]:
+    """The unread values of a recipe whose tensor parallel size comes from settings.py."""
+    recipe = write(
+        tmp_path,
+        "recipe.py",
+        f"""
+        from settings import x
+        from ray.serve.llm import LLMConfig
+
+        llm_config = {CONFIG.replace("8", "x")}
+        """,
+    )
+    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
+    return [(s.line, s.value) for s in deployment.unread]
+
+
 @pytest.mark.parametrize(
     ("text", "error"),
     [
@@ -381,18 +397,7 @@ def test_python_too_deep_to_read(tmp_path: Path, capsys, text: str, error: str) 
     ]
     # Imported from a recipe beside it, the value is not read, and said so.
     write(tmp_path, "settings.py", text)
-    recipe = write(
-        tmp_path,
-        "recipe.py",
-        f"""
-        from settings import x
-        from ray.serve.llm import LLMConfig
-
-        llm_config = {CONFIG.replace("8", "x")}
-        """,
-    )
-    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
-    assert [(s.line, s.value) for s in deployment.unread] == [
+    assert _unread_from_settings(tmp_path) == [
         (4, f"settings.py could not be read as Python ({error})")
     ]
 
@@ -413,17 +418,4 @@ def test_a_recipe_beside_it_is_read_as_the_named_file_is(
         settings.write(data)
         if not data:
             settings.truncate(11 * 2**20)
-    recipe = write(
-        tmp_path,
-        "recipe.py",
-        f"""
-        from settings import x
-        from ray.serve.llm import LLMConfig
-
-        llm_config = {CONFIG.replace("8", "x")}
-        """,
-    )
-    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
-    assert [(s.line, s.value) for s in deployment.unread] == [
-        (4, f"settings.py could not be read ({problem})")
-    ]
+    assert _unread_from_settings(tmp_path) == [(4, f"settings.py could not be read ({problem})")]
