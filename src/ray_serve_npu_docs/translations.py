@@ -25,6 +25,8 @@ from ray_serve_npu_docs.site import build
 # what a translation must carry over unchanged.
 _VERBATIM = re.compile(r"(\{[a-z:-]+\}|:[a-z:]+:)?(`+)(?!`)[\s\S]+?(?<!`)\2(?!`)|\{\{\s*\w+\s*\}\}")
 _ROLE_PREFIX = re.compile(r"^(\{[a-z:-]+\}|:[a-z:]+:)")
+# A role's own title (``{ref}`title <target>```) is prose to translate; its target is not.
+_ROLE_TITLE = re.compile(r"^(`+)[\s\S]*?\s*(<[^<>]+>)\1$")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,12 @@ class Problem:
 
 def verbatim_parts(text: str) -> list[str]:
     """Code spans, roles' targets and substitutions, normalized across RST and MyST roles."""
-    return sorted(_ROLE_PREFIX.sub("", found.group(0)) for found in _VERBATIM.finditer(text))
+    return sorted(
+        _ROLE_TITLE.sub(r"\1\2\1", _ROLE_PREFIX.sub("", found.group(0)))
+        if found.group(1)
+        else found.group(0)
+        for found in _VERBATIM.finditer(text)
+    )
 
 
 def _read(path: Path) -> Catalog:

@@ -66,6 +66,14 @@ def test_rst_and_myst_roles_compare_equal() -> None:
     )
 
 
+def test_a_role_title_is_translated_and_its_target_kept() -> None:
+    source = "{vllm-ascend}`tutorial <docs/source/tutorials/models/DeepSeek-V4-Flash.md>`"
+    translated = "{vllm-ascend}`教程 <docs/source/tutorials/models/DeepSeek-V4-Flash.md>`"
+    assert verbatim_parts(source) == verbatim_parts(translated)
+    moved = "{vllm-ascend}`教程 <docs/source/tutorials/models/GLM5.md>`"
+    assert verbatim_parts(source) != verbatim_parts(moved)
+
+
 @pytest.fixture(scope="module")
 def editions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Both editions read into docutils XML, the doctree Sphinx writes HTML from."""
