@@ -31,6 +31,7 @@ extensions = [
     "recipe_pins",
     "editions",
     "checker_rules",
+    "upstream_links",
 ]
 
 # _generated holds tables the extensions write for pages to include.
