@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-from upstream_links import UPSTREAMS, check_text, stored_paths  # noqa: E402
+from upstream_links import UPSTREAMS, check_text, source_text, stored_paths  # noqa: E402
 
 #: Files a source archive adds that the repository does not track.
 _SDIST_ONLY = {"PKG-INFO"}
@@ -105,7 +105,7 @@ def missing_citations(tag: str) -> list[str]:
     problems = []
     sources = sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs").glob("locale/*/*/*.po"))
     for source in sources:
-        for line, problem in check_text(source.read_text()):
+        for line, problem in check_text(source_text(source)):
             if f" at {tag} " in problem:
                 problems.append(f"{source.relative_to(ROOT)}:{line}: {problem}")
     return problems

@@ -178,6 +178,17 @@ def citations(text: str) -> list[tuple[int, str, str]]:
     ]
 
 
+def source_text(source: Path) -> str:
+    """A page's text, or a catalogue's with its comments blanked (obsolete and previous
+    messages are no longer built), lines kept where they are."""
+    text = source.read_text()
+    if source.suffix != ".po":
+        return text
+    return "".join(
+        "\n" if line.startswith("#") else line for line in text.splitlines(keepends=True)
+    )
+
+
 def check_text(text: str) -> list[tuple[int, str]]:
     """``(line, problem)`` for every citation in ``text`` that fails."""
     problems = []

@@ -28,6 +28,7 @@ from upstream_links import (  # noqa: E402
     check_text,
     citations,
     resolve,
+    source_text,
 )
 
 from ray_serve_npu import compat  # noqa: E402
@@ -54,7 +55,7 @@ def _generator():
 
 
 def test_the_pages_cite_upstream_sources() -> None:
-    cited = [citation for source in SOURCES for citation in citations(source.read_text())]
+    cited = [citation for source in SOURCES for citation in citations(source_text(source))]
     assert {role for _, role, _ in cited} == set(UPSTREAMS)
 
 
@@ -62,14 +63,14 @@ def test_the_pages_cite_upstream_sources() -> None:
 def test_every_cited_path_exists_at_its_tag(source: Path) -> None:
     problems = [
         f"{source.relative_to(ROOT)}:{line}: {problem}"
-        for line, problem in check_text(source.read_text())
+        for line, problem in check_text(source_text(source))
     ]
     assert problems == []
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda path: str(path.relative_to(DOCS)))
 def test_upstream_sources_are_cited_through_the_roles(source: Path) -> None:
-    text = source.read_text()
+    text = source_text(source)
     found = [
         f"{source.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}: {match.group(0)}"
         for pattern in (HAND_WRITTEN_LINK, BARE_PATH)
@@ -245,3 +246,17 @@ def test_the_generator_maps_a_wheel_to_the_repository(tmp_path: Path) -> None:
     )
     paths, _ = _generator().from_wheel_record(record, "ray/", "python/")
     assert paths == ["python/ray/serve/config.py"]
+
+
+def test_a_catalogue_is_read_without_its_obsolete_messages(tmp_path: Path) -> None:
+    catalogue = tmp_path / "page.po"
+    catalogue.write_text(
+        '#~ msgid "`vllm_ascend/gone.py`"\n'
+        '#| msgid "{vllm}`vllm/gone.py`"\n'
+        'msgid "{vllm}`vllm/envs.py`"\n'
+        'msgstr "{vllm}`vllm/envs.py`"\n'
+    )
+    assert citations(source_text(catalogue)) == [
+        (3, "vllm", "vllm/envs.py"),
+        (4, "vllm", "vllm/envs.py"),
+    ]
