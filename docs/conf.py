@@ -32,6 +32,7 @@ extensions = [
     "editions",
     "checker_rules",
     "upstream_links",
+    "test_status",
 ]
 
 # _generated holds tables the extensions write for pages to include.

@@ -49,7 +49,7 @@ class SeededRepo:
             @staticmethod
             def pytest_configure(config: pytest.Config) -> None:
                 config.stash[TIER_CHOICE] = TierChoice(
-                    tier.name, lambda _workdir: contextlib.nullcontext(tier)
+                    tier.name, tier.fake, lambda _workdir: contextlib.nullcontext(tier)
                 )
 
         return self.pytester.runpytest_inprocess("-p", "no:cacheprovider", *args,

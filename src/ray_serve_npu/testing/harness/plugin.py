@@ -2,6 +2,8 @@
 
 Without ``--run-recipes`` every block gets its static checks. With it, each page also runs
 as one scenario on the selected tier (:func:`ray_serve_npu.testing.ascend_tier.select_tier`).
+Either way, a block whose outcome (run, checked statically, skipped, shown only) differs from
+the one its page declares (:mod:`.status`) fails, naming both.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .problems import PageProblem, display_path
 from .scenario import PageScenario
 from .server_config import ServerConfig, server_config
 from .static_checks import STATIC_CHECKS, shellcheck_path
+from .status import SHOWN, STATIC, Mode, Outcome, declared_outcomes, same_status
 from .substitutions import code_substituter
 from .summary import Tally
 
@@ -34,6 +37,8 @@ class TierChoice:
     """The tier pages run on: its name (known at collection, for test ids) and how to start it."""
 
     name: str
+    #: Whether it fakes the NPUs (``Tier.fake``): what the pages declare for it depends on it.
+    fake: bool
     start: Callable[[Path], contextlib.AbstractContextManager[Tier]]
 
 
@@ -52,6 +57,8 @@ class BlockInPage:
     server: Block | None
     #: The block right before it (what an expected-output block belongs to).
     previous: Block | None
+    #: What the page declares for the block in this run (None for a page problem).
+    declared: Outcome | None
 
 
 @dataclass
@@ -86,6 +93,7 @@ def check_block(in_page: BlockInPage, page_run: PageRun) -> None:
         # Shown only (``text``...): nothing to check or run; the summary counts it.
         unchecked = page_run.tally.unchecked
         unchecked[block.language_name] = unchecked.get(block.language_name, 0) + 1
+        page_run.tally.record(block.where, SHOWN)
         return
     if check is not None:
         check(block)
@@ -108,28 +116,56 @@ def check_block(in_page: BlockInPage, page_run: PageRun) -> None:
         if served is not None:
             check_client_block(block, served, page_run.recipes)
     if page_run.scenario is None:
-        page_run.tally.static.append(str(block.where))
+        page_run.tally.record(block.where, STATIC)
     else:
         page_run.scenario.run(block, config)
 
 
 def evaluate(example: Example) -> str | None:
+    in_page: BlockInPage = example.parsed
+    page_run: PageRun = example.namespace["docs_page"]
     try:
-        check_block(example.parsed, example.namespace["docs_page"])
+        check_block(in_page, page_run)
     except PageProblem as problem:
         return str(problem)
-    return None
+    except pytest.skip.Exception:
+        mismatch = declared_mismatch(in_page, page_run)
+        if mismatch is not None:
+            return mismatch
+        raise
+    return declared_mismatch(in_page, page_run)
+
+
+def declared_mismatch(in_page: BlockInPage, page_run: PageRun) -> str | None:
+    """A failure message where the block's outcome is not the one its page declares."""
+    block, declared = in_page.item.block, in_page.declared
+    if block is None or declared is None:
+        return None
+    actual = page_run.tally.outcomes.get(block.where)
+    if actual is not None and same_status(declared, actual):
+        return None
+    tier = page_run.tally.tier or "static"
+    problem = PageProblem(
+        block.where,
+        f"the page declares this block {declared} on the {tier} tier, "
+        f"but it was {actual or 'not recorded'}",
+        "fix the block's `% test:` marker, or the harness where it no longer does what "
+        "the marker declares (src/ray_serve_npu/testing/harness/status.py)",
+    )
+    page_run.tally.mismatches.append(problem)
+    return str(problem)
 
 
 class DocsSybil(Sybil):
     """Sybil over ``docs/``: MyST pages outside ``_build``-like folders, ids naming the tier."""
 
-    def __init__(self, docs_root: Path, tier_label: str, tally: Tally) -> None:
+    def __init__(self, docs_root: Path, tier_label: str, mode: Mode, tally: Tally) -> None:
         super().__init__(
             parsers=[self.parse_page], path=str(docs_root), fixtures=["docs_page"], name="docs"
         )
         self.docs_root = docs_root
         self.tier_label = tier_label
+        self.mode = mode
         self.tally = tally
 
     @functools.cached_property
@@ -159,9 +195,13 @@ class DocsSybil(Sybil):
     def parse_page(self, document: Document) -> Iterator[Region]:
         items = read_page(document.text, Path(document.path), self.docs_root)
         self.tally.pages[display_path(Path(document.path))] = len(items)
+        declared = {block.where: outcome for block, outcome in declared_outcomes(items, self.mode)}
         server = previous = None
         for item in items:
-            yield Region(item.start, item.end, BlockInPage(item, server, previous), evaluate)
+            outcome = declared.get(item.block.where) if item.block else None
+            yield Region(
+                item.start, item.end, BlockInPage(item, server, previous, outcome), evaluate
+            )
             if item.block is not None:
                 previous = item.block
                 if item.block.kind is MarkerKind.SERVER:
@@ -174,7 +214,7 @@ def _tier_choice(config: pytest.Config) -> TierChoice:
 
         npus = detect_npus()
         config.stash[TIER_CHOICE] = TierChoice(
-            planned_tier_name(npus), lambda workdir: select_tier(workdir, npus=npus)
+            planned_tier_name(npus), not npus, lambda workdir: select_tier(workdir, npus=npus)
         )
     return config.stash[TIER_CHOICE]
 
@@ -195,9 +235,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if _SYBIL not in config.stash:
         tally = config.stash[_TALLY]
+        mode = Mode.STATIC
         if config.getoption(RUN_RECIPES):
-            tally.tier = _tier_choice(config).name
-        config.stash[_SYBIL] = DocsSybil(config.rootpath / "docs", tally.tier or "static", tally)
+            choice = _tier_choice(config)
+            tally.tier = choice.name
+            mode = Mode.FAKE if choice.fake else Mode.ASCEND
+        config.stash[_SYBIL] = DocsSybil(
+            config.rootpath / "docs", tally.tier or "static", mode, tally
+        )
     return config.stash[_SYBIL].pytest()(file_path, parent)
 
 
@@ -208,7 +253,7 @@ def recipe_tier(
     """The tier every page runs on, started once for the session."""
     choice = _tier_choice(request.config)
     with choice.start(tmp_path_factory.mktemp("recipe-tier")) as tier:
-        if tier.name != choice.name:
+        if (tier.name, tier.fake) != (choice.name, choice.fake):
             raise RuntimeError(f"tier {tier.name!r} started where {choice.name!r} was planned")
         yield tier
 

@@ -18,6 +18,7 @@ from .markers import MarkerKind
 from .output import compare_output
 from .problems import PageProblem
 from .server_config import ServerConfig
+from .status import RUN, STATIC, Outcome, Status
 from .summary import Tally
 
 #: How long one client block may take (a chat request on the fake tier takes well under 1 s).
@@ -59,7 +60,7 @@ class PageScenario:
         if kind is MarkerKind.OUTPUT:
             self._compare(block)
         elif block.language is not Language.SHELL:
-            self.tally.static.append(str(block.where))
+            self.tally.record(block.where, STATIC)
         elif kind is MarkerKind.CLUSTER:
             self._start_cluster(block)
         elif kind is MarkerKind.SERVER:
@@ -71,10 +72,10 @@ class PageScenario:
                 failed = self._failed_server.where
                 self._skip(block, f"the server block at {failed} failed to start")
             self._last_output = BlockOutput(block, self._run_shell(block))
-            self.tally.run.append(str(block.where))
+            self.tally.record(block.where, RUN)
 
     def _skip(self, block: Block, why: str) -> NoReturn:
-        self.tally.skipped.append((str(block.where), why))
+        self.tally.record(block.where, Outcome(Status.SKIPPED, why))
         pytest.skip(f"{block.where}: {why}")
 
     def _compare(self, block: Block) -> None:
@@ -89,7 +90,7 @@ class PageScenario:
                 f"{difference}",
                 "update the expected output, or write ... where it varies",
             )
-        self.tally.run.append(str(block.where))
+        self.tally.record(block.where, RUN)
 
     def _start_cluster(self, block: Block) -> None:
         self._last_output = None
@@ -98,7 +99,7 @@ class PageScenario:
             self._skip(block, f"replaced by the {self.tier.name} tier's own Ray cluster")
         self._page_stack.callback(subprocess.run, ["ray", "stop"], env=self._env(), check=False)
         self._run_shell(block)
-        self.tally.run.append(str(block.where))
+        self.tally.record(block.where, RUN)
 
     def _start_server(self, block: Block, config: ServerConfig) -> None:
         self._last_output = None
@@ -117,7 +118,7 @@ class PageScenario:
                 "fix the recipe the block starts (its output is above)",
             ) from error
         self._failed_server = None
-        self.tally.run.append(str(block.where))
+        self.tally.record(block.where, RUN)
 
     def _env(self) -> dict[str, str]:
         # `python` in a block is the interpreter running the tests, with its packages.
