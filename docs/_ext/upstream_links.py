@@ -67,6 +67,13 @@ class Upstream:
             return self.source_root + path
         return path
 
+    def version(self, tag: str) -> str | None:
+        """The release of a tag (``ray-2.60.0`` -> ``2.60.0``), None for another ref."""
+        prefix, _, suffix = self.tag_format.partition("{}")
+        if tag.startswith(prefix) and tag.endswith(suffix) and len(tag) > len(prefix + suffix):
+            return tag[len(prefix) : len(tag) - len(suffix)]
+        return None
+
     def list_file(self, tag: str) -> Path:
         return DATA / f"{self.role}@{tag}.txt.gz"
 
@@ -150,10 +157,16 @@ def resolve(role: str, content: str) -> Link:
     exists = any(p.startswith(source) for p in paths) if directory else source in paths
     if not exists:
         shown = path if source == path else f"{path} ({source} in the repository)"
+        coverage = ""
+        if upstream.package and not source.startswith(upstream.source_root + upstream.package):
+            coverage = (
+                f" The list holds only {upstream.source_root}{upstream.package}, from the "
+                "wheel; cite a file there."
+            )
         raise CitationError(
             f"{{{role}}}`{content}`: {shown} does not exist in {upstream.repository} at {tag} "
             f"({listing}). Correct the path, or cite the release that has the file with "
-            f"`{path}@<version>`."
+            f"`{path}@<version>`.{coverage}"
         )
     anchor = ""
     if found.group("start"):

@@ -260,3 +260,46 @@ def test_a_catalogue_is_read_without_its_obsolete_messages(tmp_path: Path) -> No
         (3, "vllm", "vllm/envs.py"),
         (4, "vllm", "vllm/envs.py"),
     ]
+
+
+def test_a_ray_path_outside_the_wheel_says_the_list_cannot_hold_it() -> None:
+    with pytest.raises(CitationError, match=re.escape("The list holds only python/ray/")):
+        resolve("ray", "doc/source/ray-security/index.md")
+
+
+def _rule_sources() -> list[tuple[str, str, str, str]]:
+    """(rule, role, ref, file) of every checker rule that cites a repository the roles know."""
+    from ray_serve_npu.check.rules import available_releases, load_rules
+
+    roles = {upstream.repository: upstream.role for upstream in UPSTREAMS.values()}
+    return [
+        (f"{release}:{rule.id}", roles[rule.source.repo], rule.source.ref, rule.source.file)
+        for release in available_releases()
+        for rule in load_rules(release).rules
+        if rule.source.repo in roles
+    ]
+
+
+def test_the_checker_rules_cite_files_that_exist_at_their_tags() -> None:
+    """Where a rule's source is at a tag with a stored list, the file is in it.
+
+    Sources at a branch (``main``), at a release without a list, or in Ray outside the
+    wheel's ``python/ray`` can't be checked offline and are left out.
+    """
+    problems, checked = [], 0
+    for rule, role, ref, file in _rule_sources():
+        upstream = UPSTREAMS[role]
+        version = upstream.version(ref)
+        if version is None or not upstream.list_file(ref).exists():
+            continue
+        if upstream.package and not upstream.repository_path(file).startswith(
+            upstream.source_root + upstream.package
+        ):
+            continue
+        checked += 1
+        try:
+            resolve(role, f"{file}@{version}")
+        except CitationError as error:
+            problems.append(f"{rule}: {error}")
+    assert checked > 0
+    assert problems == []
