@@ -40,8 +40,6 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from upstream_links import UPSTREAMS, check_text, source_text, stored_paths  # noqa: E402
 
-#: Files a source archive adds that the repository does not track.
-_SDIST_ONLY = {"PKG-INFO"}
 #: Parts of an installed package that its build generates or vendors.
 _WHEEL_ONLY = ("thirdparty_files", "generated", "__pycache__")
 _WHEEL_ONLY_SUFFIXES = (".pyc", ".so")
@@ -49,9 +47,15 @@ _WHEEL_ONLY_SUFFIXES = (".pyc", ".so")
 
 def from_git(git_dir: Path, tag: str) -> tuple[list[str], str]:
     def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True, text=True
-        ).stdout
+        done = subprocess.run(
+            ["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(
+                f"git --git-dir {git_dir} {' '.join(args)} failed: {done.stderr.strip()}. "
+                f"Give a clone of the repository that has the tag {tag}."
+            )
+        return done.stdout
 
     commit = git("rev-parse", f"{tag}^{{commit}}").strip()
     paths = git("ls-tree", "-r", "--name-only", commit).splitlines()
