@@ -42,7 +42,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "title": "How this page is tested",
         "blocks": "This page has {n} code blocks.",
-        "shown": "{n} of them are shown only: no checker reads their language.",
+        "shown": "Shown only, with no checker for their language: {n}.",
         "fake": "Fake-NPU tier",
         "fake_what": "real Ray, real vLLM CPU engine, fake devices; "
         "`pytest --run-recipes` on a host without NPUs",
@@ -74,12 +74,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_block": "Block",
         "head_fake": "Fake-NPU tier",
         "head_ascend": "Ascend runners (declared; no run recorded yet)",
-        "block": "line {line}, {language}",
+        "block": "line {line}, `{label}`",
     },
     "zh_CN": {
         "title": "本页的测试情况",
         "blocks": "本页有 {n} 个代码块。",
-        "shown": "其中 {n} 个仅作展示：没有检查器读取它们的语言。",
+        "shown": "仅作展示、没有对应语言检查器的：{n} 个。",
         "fake": "模拟 NPU 层",
         "fake_what": "真实的 Ray、真实的 vLLM CPU 引擎、模拟的设备；"
         "在没有 NPU 的主机上运行 `pytest --run-recipes`",
@@ -111,7 +111,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_block": "代码块",
         "head_fake": "模拟 NPU 层",
         "head_ascend": "昇腾 runner（按标记声明；尚无运行记录）",
-        "block": "第 {line} 行，{language}",
+        "block": "第 {line} 行，`{label}`",
     },
 }
 
@@ -166,6 +166,10 @@ def _reasons(status: PageStatus, mode: Mode, words: dict[str, str]) -> str:
     return words["reasons"].format(reasons=words["reason_sep"].join(listed)) if listed else ""
 
 
+def _reason_set(status: PageStatus, mode: Mode) -> set[str]:
+    return {o.reason for _, o in status.outcomes(mode) if o.status is Status.SKIPPED}
+
+
 def _ref(target: str, reftype: str, docname: str) -> addnodes.pending_xref:
     """A reference resolved at write time: a page's title, or a section's."""
     ref = addnodes.pending_xref(
@@ -192,7 +196,12 @@ def page_note(status: PageStatus, words: dict[str, str], docname: str) -> nodes.
             words["open"] + words[f"{label}_what"] + words["close"],
             _counts(status, mode, words) + words["end"],
         )
-        sentences = [_reasons(status, mode, words)]
+        # On Ascend runners a block is skipped only where the fake tier skips it too, for the
+        # same reason: list the reasons again only if that ever stops being so.
+        listed = mode is Mode.FAKE or not _reason_set(status, Mode.ASCEND) <= _reason_set(
+            status, Mode.FAKE
+        )
+        sentences = [_reasons(status, mode, words) if listed else ""]
         if mode is Mode.ASCEND:
             docker = status.runs_docker(mode)
             sentences.append(words["docker"].format(n=docker) if docker else "")
@@ -250,7 +259,7 @@ def status_table(
                 page_cell = _cell(_ref("/" + page, "doc", docname))
                 page_cell["morerows"] = status.blocks - 1
                 row += page_cell
-            row += _cell(words["block"].format(line=block.line, language=block.language_name))
+            row += _cell(words["block"].format(line=block.line, label=block.label))
             row += _cell(_outcome_cell(block, fake, Mode.FAKE, words))
             row += _cell(_outcome_cell(block, ascend, Mode.ASCEND, words))
             body += row
