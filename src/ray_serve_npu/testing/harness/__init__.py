@@ -7,6 +7,8 @@ Modules, one job each:
 - :mod:`.fences`: the fenced blocks and directives of a MyST page;
 - :mod:`.literalinclude`: the lines a ``literalinclude`` shows, as Sphinx reads them;
 - :mod:`.blocks`: the parsed page (blocks with their marker, language and text);
+- :mod:`.status`: what each block's marker declares on each tier (run, checked statically,
+  skipped with a reason, shown only), which runs are held to and the site shows;
 - :mod:`.static_checks`: checks that need no server (compile, ``bash -n``, parse);
 - :mod:`.server_config`: the model, host and port a page's server block serves;
 - :mod:`.client_checks`: client blocks against that server config;
