@@ -1,12 +1,13 @@
-"""Teach Ray Serve LLM the npu kind, one Ray module at a time.
+"""How the plugin changes Ray Serve LLM: one function per patch the import hook lists.
 
-Each ``_patch_*`` function takes one Ray module, right after it is imported
-(through the import hook of :mod:`ray_serve_npu_autoload`) or later (when
-``ray_serve_npu`` is imported after Ray Serve LLM). Every function is
-idempotent. Nothing here changes the behaviour of the gpu, tpu and cpu kinds,
-except in the OpenAI ingress, for every kind: the 404 for an unknown model also
-names the served models, an API key can be required, and a stream whose replica
-fails ends in an error event (:mod:`ray_serve_npu.ingress`,
+Each ``_patch_*`` function applies one entry of :data:`ray_serve_npu_autoload.PATCHES`
+to one Ray module, right after it is imported (through the import hook) or later
+(when the plugin activates after Ray Serve LLM was imported). The hook owns the
+list of patches, their order, what each is for and when it goes; this module only
+implements them. Nothing here changes the behaviour of the gpu, tpu and cpu
+kinds, except in the OpenAI ingress, for every kind: the 404 for an unknown model
+also names the served models, an API key can be required, and a request or
+stream whose replica fails ends in a stable error (:mod:`ray_serve_npu.ingress`,
 :mod:`ray_serve_npu.streams`). On a Ray Serve LLM with an npu kind of its own,
 only the ingress is patched.
 """
@@ -14,27 +15,14 @@ only the ingress is patched.
 from __future__ import annotations
 
 import functools
-import logging
-import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, Any, Optional, Union, get_args
 
 from pydantic import BaseModel, Field
 
-import ray_serve_npu_autoload
 from ray_serve_npu import accelerators as npu
 from ray_serve_npu import ingress, streams
-
-logger = logging.getLogger(__name__)
-
-ACCELERATORS = "ray.llm._internal.serve.core.configs.accelerators"
-LLM_CONFIG = "ray.llm._internal.serve.core.configs.llm_config"
-VLLM_MODELS = "ray.llm._internal.serve.engines.vllm.vllm_models"
-LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
-INGRESS = "ray.llm._internal.serve.core.ingress.ingress"
-
-_PATCHED = "__ray_serve_npu_patched__"
 
 
 def _widened_accelerator_union(ray_union: Any) -> Any:
@@ -94,7 +82,7 @@ def _widen_fields(model: type[BaseModel]) -> bool:
     return changed
 
 
-def _rebuild_models_that_embed_configs() -> None:
+def rebuild_models_that_embed_configs() -> None:
     """Rebuild loaded Serve LLM models that embed an LLMConfig (LLMServingArgs, ...).
 
     pydantic copies a nested model's schema into the outer model when the outer
@@ -190,8 +178,8 @@ def _patch_llm_server(module: ModuleType) -> None:
     server_cls.get_deployment_options = classmethod(get_deployment_options)
 
 
-def _patch_ingress(module: ModuleType) -> None:
-    """Name the served models in the 404 for an unknown model; add the API key and stream guard.
+def _patch_ingress_404(module: ModuleType) -> None:
+    """Name the served models in the 404 for an unknown model.
 
     Ray's 404 names only the model asked for (``OpenAiIngress._get_model_id``); the
     commonest mistake on these recipes is a client ``model`` that differs from the
@@ -216,11 +204,11 @@ def _patch_ingress(module: ModuleType) -> None:
             ) from None
 
     ingress_cls._get_model_id = _get_model_id
-    ingress_cls._process_llm_request = streams.answering_failures(ingress_cls._process_llm_request)
 
-    # `_process_llm_request` and `make_fastapi_ingress` look both names up in the
-    # module at call time.
-    module._openai_json_wrapper = streams.ending_streams_in_errors(module._openai_json_wrapper)
+
+def _patch_ingress_api_key(module: ModuleType) -> None:
+    """Require the API key on the app the ingress builds, where one is set."""
+    # `make_fastapi_ingress` looks `init` up in the module at call time.
     ray_init = module.init
 
     @functools.wraps(ray_init)
@@ -232,55 +220,13 @@ def _patch_ingress(module: ModuleType) -> None:
     module.init = init
 
 
-_PATCHES: dict[str, Callable[[ModuleType], Any]] = {
-    ACCELERATORS: _patch_accelerators,
-    LLM_CONFIG: _patch_llm_config,
-    VLLM_MODELS: _patch_vllm_models,
-    LLM_SERVER: _patch_llm_server,
-    INGRESS: _patch_ingress,
-}
-
-#: The modules the import hook watches.
-TARGET_MODULES: frozenset[str] = frozenset(_PATCHES)
+def _patch_ingress_failures_before_streaming(module: ModuleType) -> None:
+    """Answer a request that fails before its first chunk with a stable 503 or 500."""
+    ingress_cls = module.OpenAiIngress
+    ingress_cls._process_llm_request = streams.answering_failures(ingress_cls._process_llm_request)
 
 
-def _patches() -> dict[str, Callable[[ModuleType], Any]]:
-    """The patches this Ray needs.
-
-    The ingress's (API key, stream guard, 404 naming the served models) hold for
-    every kind, so they apply even where Ray Serve LLM has an npu kind of its own
-    and the npu patches step aside: a key set must never go unenforced.
-    """
-    if npu.RAY_HAS_NPU_KIND:
-        return {INGRESS: _patch_ingress}
-    return _PATCHES
-
-
-def patch_module(name: str) -> bool:
-    """Apply the npu patch to the already-imported module ``name``.
-
-    Returns whether pydantic models had to be rebuilt (the module was imported
-    before the plugin).
-    """
-    patch = _patches().get(name)
-    module = sys.modules[name]
-    if patch is None or getattr(module, _PATCHED, False):
-        return False
-    rebuilt = bool(patch(module))
-    setattr(module, _PATCHED, True)
-    logger.debug("ray_serve_npu: patched %s", name)
-    return rebuilt
-
-
-def patch_loaded_modules() -> None:
-    """Patch every target module already imported, in dependency order.
-
-    A module whose code is still running (the plugin was imported from inside
-    it) is left to the import hook, which patches it once it completes.
-    """
-    rebuilt = False
-    for name in _patches():
-        if name in sys.modules and name not in ray_serve_npu_autoload.EXECUTING:
-            rebuilt |= patch_module(name)
-    if rebuilt:
-        _rebuild_models_that_embed_configs()
+def _patch_ingress_stream_errors(module: ModuleType) -> None:
+    """End a stream whose replica or engine fails in an error event."""
+    # `_process_llm_request` looks the name up in the module at call time.
+    module._openai_json_wrapper = streams.ending_streams_in_errors(module._openai_json_wrapper)

@@ -8,23 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Ray Core's Ascend support owns the resource name and the visibility variable
-# (ray/_private/accelerators/npu.py): reuse them rather than restate them.
-from ray._private.accelerators.npu import (
-    ASCEND_RT_VISIBLE_DEVICES_ENV_VAR,
-    NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR,
-    NPUAcceleratorManager,
-)
-
 #: The Ray resource an NPU is counted in. vLLM-Ascend's platform asks Ray for
 #: it per worker (``ray_device_key = "NPU"`` in ``vllm_ascend/platform.py``).
-NPU_RESOURCE: str = NPUAcceleratorManager.get_resource_name()
+#: Ray Core's Ascend support owns this name and the two variables below
+#: (``ray/_private/accelerators/npu.py``); they are written out here so that
+#: this module imports no Ray, and a test checks them against Ray's.
+NPU_RESOURCE: str = "NPU"
 
 #: The variable Ray sets to the NPU ids it assigns to a worker.
-VISIBLE_DEVICES_ENV_VAR: str = ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+VISIBLE_DEVICES_ENV_VAR: str = "ASCEND_RT_VISIBLE_DEVICES"
 
 #: Set to 1 to stop Ray from setting :data:`VISIBLE_DEVICES_ENV_VAR`.
-NOSET_VISIBLE_DEVICES_ENV_VAR: str = NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+NOSET_VISIBLE_DEVICES_ENV_VAR: str = "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,11 @@ from collections.abc import Iterator
 import pytest
 import ray
 
-import ray_serve_npu  # noqa: F401  (activates the npu kind)
+import ray_serve_npu
+
+# Installed, the package's .pth hook activates the npu kind when Ray Serve LLM
+# loads; the explicit call covers a run from a source tree, where no hook runs.
+ray_serve_npu.activate()
 
 
 @pytest.fixture(scope="module")

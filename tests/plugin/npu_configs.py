@@ -6,8 +6,6 @@ from typing import Any
 
 from ray.serve.llm import LLMConfig
 
-import ray_serve_npu  # noqa: F401  (activates the npu kind)
-
 
 def make_llm_config(**overrides: Any) -> LLMConfig:
     """An LLMConfig with a model id and whatever the test sets."""

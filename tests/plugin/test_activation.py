@@ -1,8 +1,13 @@
-"""The npu kind is active wherever a config is built or unpickled, and only on a tested Ray."""
+"""The npu kind is active wherever a config is built or unpickled, and only on a tested Ray.
+
+The import hook (:mod:`ray_serve_npu_autoload`) activates it when Ray Serve LLM
+loads; importing ``ray_serve_npu`` does not (``test_import_cost.py``).
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -12,6 +17,7 @@ from types import ModuleType
 import cloudpickle
 import pytest
 from npu_configs import make_llm_config
+from packaging.version import Version
 from starlette.testclient import TestClient
 
 import ray_serve_npu
@@ -25,6 +31,7 @@ from ray_serve_npu.compat import (
     check_ray_version,
     ray_for_vllm,
 )
+from ray_serve_npu_autoload import NPU_KIND_PR, PATCHES, TARGET_MODULES
 
 
 def _run_python(code: str, *, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -63,15 +70,27 @@ def test_npu_config_survives_cloudpickle_into_a_fresh_process() -> None:
     ]
 
 
-def test_dict_form_works_in_a_process_that_never_imports_the_plugin() -> None:
+@pytest.mark.parametrize(
+    "before",
+    [
+        "",
+        # The plugin's modules that import Ray Serve LLM, imported before it: the
+        # hook fires while they are half-imported and must wait for them.
+        "from ray_serve_npu import NPUConfig",
+        "import ray_serve_npu._patch",
+    ],
+    ids=["ray-only", "plugin-names-first", "patch-module-first"],
+)
+def test_dict_form_works_in_a_process_that_never_activates_the_plugin(before: str) -> None:
     # The import hook of ray_serve_npu_autoload.pth; imported by hand here, as
     # site does at startup, because the tests may run from a source tree.
     result = _run_python(
-        """
+        f"""
         import sys, ray_serve_npu_autoload
+        {before}
         from ray.serve.llm import LLMConfig
         config = LLMConfig(
-            model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"}
+            model_loading_config={{"model_id": "m"}}, accelerator_config={{"kind": "npu"}}
         )
         print(type(config.get_engine_config().accelerator).__name__)
         """
@@ -84,6 +103,7 @@ def test_disabled_plugin_leaves_ray_refusing_the_npu_kind() -> None:
     result = _run_python(
         """
         import ray_serve_npu
+        ray_serve_npu.activate()
         from ray.serve.llm import LLMConfig
         LLMConfig(model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"})
         """,
@@ -98,7 +118,7 @@ def test_disabled_plugin_leaves_ray_refusing_the_npu_kind() -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        "import ray_serve_npu",
+        "import ray_serve_npu\nray_serve_npu.activate()",
         # Ray alone: the import hook, though disabled, still imports the plugin.
         "import ray_serve_npu_autoload\nfrom ray.serve.llm import build_openai_app",
     ],
@@ -130,8 +150,8 @@ def test_where_ray_has_its_own_npu_kind_the_api_key_still_holds(
 ) -> None:
     # Ray Serve LLM with an npu kind of its own, imported before the plugin activates.
     monkeypatch.setattr(accelerators, "RAY_HAS_NPU_KIND", True)
-    ray_accelerators = _fresh(monkeypatch, _patch.ACCELERATORS)
-    ray_ingress = _fresh(monkeypatch, _patch.INGRESS)
+    ray_accelerators = _fresh(monkeypatch, ray_serve_npu_autoload.ACCELERATORS)
+    ray_ingress = _fresh(monkeypatch, ray_serve_npu_autoload.INGRESS)
     monkeypatch.setenv(ray_serve_npu_autoload.API_KEY_ENV_VAR, "k")
 
     ray_serve_npu.activate()
@@ -153,8 +173,36 @@ def test_where_ray_has_its_own_npu_kind_disabling_the_plugin_with_a_key_is_an_er
         ray_serve_npu.activate()
 
 
-def test_import_hook_watches_exactly_the_patched_modules() -> None:
-    assert ray_serve_npu_autoload.TARGET_MODULES == _patch.TARGET_MODULES
+def test_ledger_names_every_patch_function_and_nothing_else() -> None:
+    patch_functions = {
+        name
+        for name, value in vars(_patch).items()
+        if name.startswith("_patch_") and inspect.isfunction(value)
+    }
+    assert sorted(patch.function for patch in PATCHES) == sorted(patch_functions)
+
+
+def test_ledger_names_the_upstream_change_of_each_patch() -> None:
+    for patch in PATCHES:
+        assert patch.what and patch.why, patch
+        assert patch.upstream is None or patch.upstream.startswith("ray-project/ray#"), patch
+        # The npu kind's patches stand in for Ray's own npu kind, and step aside for it.
+        assert (patch.upstream == NPU_KIND_PR) == patch.npu_kind, patch
+
+
+def test_no_patch_outlives_the_ray_that_fixes_it() -> None:
+    oldest_supported = min(SUPPORTED_RAY.filter(RAY_VLLM_PINS), key=Version)
+    for patch in PATCHES:
+        if patch.fixed_in_ray is not None:
+            assert Version(oldest_supported) < Version(patch.fixed_in_ray), (
+                f"Every supported Ray has {patch.upstream}: remove {patch.function}."
+            )
+
+
+def test_hook_watches_the_modules_the_ledger_patches_in_import_order() -> None:
+    assert TARGET_MODULES == tuple(dict.fromkeys(patch.module for patch in PATCHES))
+    # Each module is patched after the ones it imports.
+    assert TARGET_MODULES[0] == ray_serve_npu_autoload.ACCELERATORS
 
 
 @pytest.mark.parametrize(
@@ -193,15 +241,27 @@ def test_each_pinned_vllm_pairs_with_its_own_ray() -> None:
     }
 
 
-def test_import_fails_on_an_untested_ray() -> None:
+@pytest.mark.parametrize(
+    "activation",
+    [
+        # The import hook, on the first Ray Serve LLM module it watches.
+        "import ray_serve_npu_autoload; from ray.serve.llm import LLMConfig",
+        "ray_serve_npu.activate()",
+    ],
+    ids=["hook", "explicit"],
+)
+def test_activation_fails_on_an_untested_ray(activation: str) -> None:
     result = _run_python(
-        """
+        f"""
         import ray
         ray.__version__ = "2.48.0"
-        import ray_serve_npu
+        import ray_serve_npu  # imports no Ray, so checks nothing
+        print("imported")
+        {activation}
         """
     )
     assert result.returncode != 0
+    assert result.stdout.decode().splitlines()[-1] == "imported"
     assert "UnsupportedRayError: ray-serve-npu supports ray" in result.stderr.decode()
 
 

@@ -1,4 +1,9 @@
-"""Importing the plugin must not import vLLM.
+"""Importing the plugin has no side effects: no Ray where none is needed, no patch, no cycle.
+
+Only the import hook (:mod:`ray_serve_npu_autoload`) activates the npu kind,
+when Ray Serve LLM loads. So the package, its data modules (pin facts, hardware
+facts, the checker) and the command line import without Ray, and each module
+imports on its own in a fresh interpreter: a circular import shows there.
 
 vLLM loads its platform plugins, the fake tier's among them
 (``ray_serve_npu.testing.vllm_plugins``), while it is itself being imported;
@@ -8,8 +13,70 @@ and the engine falls back to the CPU platform, which Ray can't run.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+import ray_serve_npu_autoload
+from ray_serve_npu import hardware
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+#: The plugin's modules that import Ray at module level, by design: the npu
+#: kind's classes subclass Ray's, the patches and the stream guard wrap Ray's.
+NEEDS_RAY = frozenset(
+    {"ray_serve_npu.accelerators", "ray_serve_npu._patch", "ray_serve_npu.streams"}
+)
+#: The fake tier and the docs harness: checked for cycles only (they run Ray and vLLM).
+TOOLING = "ray_serve_npu.testing"
+
+
+def _module_names() -> list[str]:
+    names = ["ray_serve_npu_autoload"]
+    for path in sorted((SRC / "ray_serve_npu").rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def _import_alone(module: str) -> dict[str, list[str]]:
+    """Import ``module`` in a fresh interpreter; the Ray modules loaded and patched."""
+    code = f"""
+import importlib, json, sys
+importlib.import_module({module!r})
+ray = sorted(m for m in sys.modules if m == "ray" or m.startswith("ray."))
+patched = [m for m in ray if getattr(sys.modules[m], {ray_serve_npu_autoload._PATCHED!r}, False)]
+print(json.dumps({{"ray": ray, "patched": patched}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", _module_names())
+def test_each_module_imports_alone_without_ray_or_patches(module: str) -> None:
+    loaded = _import_alone(module)
+
+    if module.startswith(TOOLING):
+        return
+    assert loaded["patched"] == [], f"importing {module} patched Ray"
+    if module not in NEEDS_RAY:
+        assert loaded["ray"] == [], f"importing {module} imported {loaded['ray'][:5]}..."
+
+
+def test_the_plugin_names_are_imported_when_first_used() -> None:
+    code = """
+import sys, ray_serve_npu
+before = "ray" in sys.modules
+print(before, ray_serve_npu.NPUConfig.__module__, "ray" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.splitlines()[-1] == "False ray_serve_npu.accelerators True"
 
 
 def test_importing_the_plugin_imports_no_vllm() -> None:
@@ -22,3 +89,29 @@ def test_importing_the_plugin_imports_no_vllm() -> None:
     )
 
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_hardware_names_are_rays() -> None:
+    # Written out in hardware.py so that it imports no Ray; Ray Core owns them.
+    from ray._private.accelerators import npu
+
+    assert hardware.NPU_RESOURCE == npu.NPUAcceleratorManager.get_resource_name()
+    assert hardware.VISIBLE_DEVICES_ENV_VAR == npu.ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+    assert hardware.NOSET_VISIBLE_DEVICES_ENV_VAR == npu.NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+
+
+def test_command_help_imports_no_ray() -> None:
+    code = """
+import sys
+from ray_serve_npu.cli import main
+try:
+    main(["--help"])
+except SystemExit:
+    pass
+print("ray" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "usage: ray-serve-npu" in done.stdout
+    assert done.stdout.splitlines()[-1] == "False"
