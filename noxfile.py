@@ -125,6 +125,9 @@ def docs_po(session: nox.Session) -> None:
     """After a page changes: extract its messages and merge them into each edition's .po files.
 
     New and changed messages arrive untranslated (or fuzzy); tests/i18n lists them.
+    Messages keep their substitutions as written (``{{ vllm_ascend_version }}``, in prose,
+    inline code and link targets alike; docs/_ext/code_substitutions.py), so a
+    translation that keeps them takes a new release's values without an update.
     """
     session.install(".[docs]")
     pot = BUILD / "gettext"

@@ -67,8 +67,10 @@ def _pin_table() -> str:
         "| --- | --- | --- |",
     ]
     for ray_version, vllm_version in compat.RAY_VLLM_PINS.items():
+        # References, not values: MyST fills them in when it parses the table, and the
+        # cell's message keeps them, so a new release leaves its translation current.
         paired = (
-            f"`{_release.tag}` (vLLM {_release.vllm})"
+            "`{{ vllm_ascend_version }}` (vLLM {{ vllm_version }})"
             if compat.ray_for_vllm(_release.vllm) == ray_version
             else "none in these recipes"
         )

@@ -59,7 +59,7 @@ class AscendRelease:
 
 
 #: The release the recipes pin. Source: vllm-ascend
-#: ``docs/source/community/versioning_policy.md`` at tag v0.22.1rc1.
+#: ``docs/source/community/versioning_policy.md`` at the release's tag.
 VLLM_ASCEND = AscendRelease(
     tag="v0.22.1rc1", vllm="0.22.1", cann="9.0.0", torch="2.10.0", torch_npu="2.10.0"
 )
