@@ -78,6 +78,13 @@ def _pin_table() -> str:
     return "\n".join(rows)
 
 
+def _readable_range(specifiers: object) -> str:
+    """``>= 2.56.1, < 2.61`` for ``SpecifierSet(">=2.56.1,<2.61")``: lower bounds first."""
+    order = {">": 0, ">=": 0, "~=": 1, "==": 1, "!=": 2, "<=": 3, "<": 3}
+    ranked = sorted(specifiers, key=lambda s: (order.get(s.operator, 1), s.version))  # type: ignore[attr-defined]
+    return ", ".join(f"{s.operator} {s.version}" for s in ranked)
+
+
 myst_substitutions = {
     "vllm_ascend_version": _release.tag,
     "vllm_version": _release.vllm,
@@ -89,7 +96,7 @@ myst_substitutions = {
     "ray_vllm_pin": compat.RAY_VLLM_PINS[_ray],
     "newest_ray": _newest_ray,
     "newest_ray_vllm_pin": compat.RAY_VLLM_PINS[_newest_ray],
-    "supported_ray": str(compat.SUPPORTED_RAY),
+    "supported_ray": _readable_range(compat.SUPPORTED_RAY),
     "ray_2_56_fastapi": str(compat.RAY_2_56_FASTAPI),
     "tested_ray_low": compat.TESTED_RAY[0],
     "tested_ray_high": compat.TESTED_RAY[-1],
