@@ -1,10 +1,13 @@
 """Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site in every
 edition), ``nox -s lint`` (code and page style), ``nox -s docs-po`` (update translations),
-``nox -s bench`` (direct vLLM against Ray Serve LLM on the fake-NPU tier)."""
+``nox -s bench`` (direct vLLM against Ray Serve LLM on the fake-NPU tier), ``nox -s release``
+(build the sdist and wheel and check them as .github/workflows/release.yml does)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import nox
@@ -137,6 +140,72 @@ def docs_po(session: nox.Session) -> None:
             # -w -1: the catalogues keep one line per message, as they are kept.
             update = ["sphinx-intl", "update", "-w", "-1", "-p", str(pot), "-l", language]
             session.run(*update, "-d", "docs/locale")
+
+
+#: What a clean virtualenv with the wheel must do: the wheel's .pth file loads the
+#: import hook at start-up, and the hook teaches Ray Serve LLM the npu kind when Ray's
+#: accelerator module loads, before anything imports ray_serve_npu.
+ACTIVATION_CHECK = """
+import sys
+assert "ray_serve_npu_autoload" in sys.modules, "the wheel's .pth file did not run"
+from pydantic import TypeAdapter
+from ray.llm._internal.serve.core.configs import accelerators
+config = TypeAdapter(accelerators.AnyAcceleratorConfig).validate_python({"kind": "npu"})
+assert type(config).__name__ == "NPUConfig", config
+import ray_serve_npu
+print("activated:", type(config).__name__, "from", ray_serve_npu.__file__)
+"""
+
+
+@nox.session
+def release(session: nox.Session) -> None:
+    """Build the sdist and wheel, check them as PyPI would, install the wheel into a
+    clean virtualenv and activate it there, and write the release notes.
+
+    What .github/workflows/release.yml runs before it publishes. The wheel is built
+    from the sdist, so a file missing from the sdist fails here. The notes are the
+    changelog's section for this version (build/release-notes.md); with
+    ``-- --tag vX.Y.Z`` the tag must name the version and the section its date.
+    """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    session.install("build", "twine", ".[docs]")
+    dist = BUILD / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(dist))
+    session.run("twine", "check", "--strict", *sorted(map(str, dist.iterdir())))
+    (wheel,) = dist.glob("*.whl")
+    # The wheel and the newest tested Ray, nothing else: no vLLM, no test tools.
+    ray = max(RAY_STACKS, key=lambda v: tuple(map(int, v.split("."))))
+    venv = BUILD / "release-venv"
+    session.run(sys.executable, "-m", "venv", "--clear", str(venv), external=True)
+    python = str(venv / "bin" / "python")
+    session.run(
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        str(wheel),
+        f"ray[serve]=={ray}",
+        external=True,
+    )
+    session.run(python, "-c", ACTIVATION_CHECK, external=True, env=TEST_ENV)
+    session.run(str(venv / "bin" / "ray-serve-npu"), "--help", external=True, env=TEST_ENV)
+    notes = BUILD / "release-notes.md"
+    session.run(
+        "python",
+        "-m",
+        "ray_serve_npu_docs.release_notes",
+        "docs",
+        version,
+        str(notes),
+        *session.posargs,
+    )
+    session.log(f"Built: {', '.join(path.name for path in sorted(dist.iterdir()))}; notes: {notes}")
 
 
 @nox.session
