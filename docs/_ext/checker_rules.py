@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from upstream_links import role_for
+
 from ray_serve_npu.check.rules import available_releases, load_rules
 
 
@@ -28,7 +30,12 @@ def render_rules(release: str) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for rule in rules.rules:
+        # The citation, linked to the file at its tag where a stored list holds it.
         source = rule.source.cite()
+        source = (
+            role_for(rule.source.repo, rule.source.ref, rule.source.file, rule.source.lines, source)
+            or source
+        )
         if not rule.source.verified_at_tag:
             source += " (not verified at the tag)"
         if rule.source.note:

@@ -183,6 +183,29 @@ def resolve(role: str, content: str) -> Link:
     )
 
 
+def role_for(
+    repository: str, ref: str, path: str, lines: str | None = None, title: str = ""
+) -> str | None:
+    """The citation markup for ``path`` of ``repository`` at ``ref`` (``lines`` such as
+    ``"27-325, 493-542"`` anchor the first range; ``title`` is the text shown), or None
+    where no stored list holds it."""
+    upstream = next((u for u in UPSTREAMS.values() if u.repository == repository), None)
+    version = upstream.version(ref) if upstream else None
+    if upstream is None or version is None:
+        return None
+    if upstream.package and path.startswith(upstream.source_root + upstream.package):
+        path = path[len(upstream.source_root) :]
+    target = path if version == upstream.pinned else f"{path}@{version}"
+    first = re.match(r"\s*(\d+)(?:-(\d+))?", lines or "")
+    if first:
+        target += f"#L{first.group(1)}" + (f"-L{first.group(2)}" if first.group(2) else "")
+    try:
+        resolve(upstream.role, target)
+    except CitationError:
+        return None
+    return f"{{{upstream.role}}}`{title} <{target}>`" if title else f"{{{upstream.role}}}`{target}`"
+
+
 def citations(text: str) -> list[tuple[int, str, str]]:
     """Every ``(line, role, content)`` cited in ``text``, lines counted from 1."""
     return [
