@@ -2,10 +2,10 @@
 
 Having this package installed lets ``LLMConfig(accelerator_config={"kind": "npu"})``
 build, place and serve on NPUs with released Ray: its ``.pth`` hook
-(:mod:`ray_serve_npu_autoload`) activates the npu kind in every Python process
+(``ray_serve_npu_autoload``) activates the npu kind in every Python process
 when Ray Serve LLM's modules load. Importing the package, or any of its data
 modules (:mod:`ray_serve_npu.compat`, :mod:`ray_serve_npu.hardware`,
-:mod:`ray_serve_npu.check`), imports no Ray and patches nothing; the names below
+``ray_serve_npu.check``), imports no Ray and patches nothing; the names below
 that need Ray import it when first used. :func:`activate` activates explicitly,
 where the hook does not run.
 """
