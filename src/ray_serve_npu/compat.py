@@ -8,11 +8,12 @@ fixes the Ray to install into it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import metadata
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+from ray_serve_npu.releases import DEFAULT_RELEASE, Release
 
 #: The Ray releases this plugin supports, and the points of that range CI tests
 #: (noxfile.py's RAY_STACKS, each beside the vLLM its Serve LLM pins), oldest first.
@@ -38,31 +39,15 @@ RAY_VLLM_PINS: dict[str, str] = {
 RAY_2_56_FASTAPI = SpecifierSet("<0.139.2")
 
 
-@dataclass(frozen=True)
-class AscendRelease:
-    """A vLLM-Ascend release and the stack its images carry."""
+# Every fact that varies by vLLM-Ascend release is release data, read and typed by
+# ray_serve_npu.releases (one YAML file per release); these names are its views.
 
-    #: The image tag and git tag.
-    tag: str
-    vllm: str
-    cann: str
-    torch: str
-    torch_npu: str
-
-    @property
-    def ray(self) -> str:
-        """The Ray release whose Serve LLM pins this release's vLLM series."""
-        pairing = ray_for_vllm(self.vllm)
-        if pairing is None:
-            raise LookupError(f"no Ray release pins vLLM {self.vllm}")
-        return pairing
-
+#: A vLLM-Ascend release and the stack its images carry.
+AscendRelease = Release
 
 #: The release the recipes pin. Source: vllm-ascend
 #: ``docs/source/community/versioning_policy.md`` at the release's tag.
-VLLM_ASCEND = AscendRelease(
-    tag="v0.22.1rc1", vllm="0.22.1", cann="9.0.0", torch="2.10.0", torch_npu="2.10.0"
-)
+VLLM_ASCEND: AscendRelease = DEFAULT_RELEASE
 
 
 def _series(version: str) -> tuple[int, int]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ray_serve_npu.releases import DEFAULT_RELEASE, release
+
 #: The Ray resource an NPU is counted in. vLLM-Ascend's platform asks Ray for
 #: it per worker (``ray_device_key = "NPU"`` in ``vllm_ascend/platform.py``).
 #: Ray Core's Ascend support owns this name and the two variables below
@@ -34,10 +36,15 @@ class NodeKind:
     #: Source: ``socVersionMap`` in Ascend/pytorch ``torch_npu/csrc/core/npu/NpuVariables.cpp``,
     #: which torch_npu fills from the same AscendCL call.
     soc_names: tuple[str, ...]
-    #: Suffix of the vLLM-Ascend image tag (Ubuntu flavour); kernels are built per
-    #: chip, so an image serves only its own node kind
-    #: (vllm-ascend ``docs/source/installation.md``).
-    image_tag_suffix: str
+
+    @property
+    def image_tag_suffix(self) -> str:
+        """Suffix of the vLLM-Ascend image tag (Ubuntu flavour); kernels are built per
+        chip, so an image serves only its own node kind
+        (vllm-ascend ``docs/source/installation.md``)."""
+        # The pinned release's suffix: tags are release data (releases/<tag>.yaml);
+        # image() gives another release's.
+        return DEFAULT_RELEASE.images.tags[self.name].suffix("ubuntu")
 
 
 #: Atlas 800 A2: eight Ascend 910B devices of 64 GB each.
@@ -52,7 +59,6 @@ A2 = NodeKind(
         "Ascend910B4",
         "Ascend910B4-1",
     ),
-    image_tag_suffix="",
 )
 
 #: Atlas 800 A3: sixteen Ascend 910_93 devices.
@@ -67,31 +73,31 @@ A3 = NodeKind(
         "Ascend910_9372",
         "Ascend910_9361",
     ),
-    image_tag_suffix="-a3",
 )
 
 NODE_KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (A2, A3)}
 
+# The image repository, tags and jemalloc paths vary by release: the pinned
+# release's data (ray_serve_npu/releases/<tag>.yaml) states them.
+
 #: The vLLM-Ascend image repository (vllm-ascend ``docs/source/installation.md``).
-IMAGE_REPOSITORY = "quay.io/ascend/vllm-ascend"
+IMAGE_REPOSITORY: str = DEFAULT_RELEASE.image_repository
 
 #: jemalloc in the images, by base OS: the Ubuntu images (default tags) and the
 #: openEuler ones (``-openeuler`` tags). The vLLM-Ascend DeepSeek-V4-Flash
 #: tutorial preloads the Ubuntu path.
-JEMALLOC_PATHS: dict[str, str] = {
-    "ubuntu": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
-    "openeuler": "/usr/lib64/libjemalloc.so.2",
-}
+JEMALLOC_PATHS: dict[str, str] = DEFAULT_RELEASE.jemalloc_paths
 
 
-def image(release: str, node_kind: NodeKind, *, openeuler: bool = False) -> str:
+def image(tag: str, node_kind: NodeKind, *, openeuler: bool = False) -> str:
     """Return the vLLM-Ascend image reference for a release and a node kind.
 
     >>> image("v0.22.1rc1", A3)
     'quay.io/ascend/vllm-ascend:v0.22.1rc1-a3'
     """
-    flavour = "-openeuler" if openeuler else ""
-    return f"{IMAGE_REPOSITORY}:{release}{node_kind.image_tag_suffix}{flavour}"
+    # From the release's data: an unsupported release, or one that publishes no
+    # image for the node kind, raises LookupError naming what it has.
+    return release(tag).image(node_kind.name, "openeuler" if openeuler else "ubuntu")
 
 
 def node_kind_of_soc(soc_name: str) -> NodeKind | None:

@@ -1,0 +1,60 @@
+"""The vLLM-Ascend releases this project supports, read from one data file each.
+
+Every fact that changes from one vLLM-Ascend release to the next (the vLLM,
+CANN, torch and torch_npu its images carry, the image tags per node kind and
+OS, the jemalloc paths, the DeepSeek-V4-Flash tutorial's runs, the Ray that
+pairs with it and the checker's rules file) lives in ``<tag>.yaml`` beside this
+module, each with the file (and lines) at that tag that states it. This module
+is the one reader of those files; it imports no Ray.
+
+>>> release("v0.22.1rc1").vllm
+'0.22.1'
+"""
+
+from __future__ import annotations
+
+from ray_serve_npu.releases.loader import DATA_DIR, load_release_file, release, releases
+from ray_serve_npu.releases.model import (
+    OPERATING_SYSTEMS,
+    BadReleaseDataError,
+    ImageTags,
+    Jemalloc,
+    NoPairingError,
+    PairingError,
+    RayPairing,
+    Release,
+    TutorialRun,
+)
+
+#: Every supported release, oldest first, by tag.
+RELEASES: dict[str, Release] = releases()
+
+#: The release the recipes and pages pin.
+DEFAULT_RELEASE: Release = RELEASES["v0.22.1rc1"]
+
+__all__ = [
+    "DATA_DIR",
+    "DEFAULT_RELEASE",
+    "OPERATING_SYSTEMS",
+    "RELEASES",
+    "BadReleaseDataError",
+    "ImageTags",
+    "Jemalloc",
+    "NoPairingError",
+    "PairingError",
+    "RayPairing",
+    "Release",
+    "TutorialRun",
+    "check_pairing",
+    "load_release_file",
+    "release",
+]
+
+
+def check_pairing(tag: str, ray_version: str) -> None:
+    """Raise :class:`PairingError` unless the data pairs ``ray_version`` with release ``tag``.
+
+    The pairing is by Ray series (``2.56.x``): the data names one Ray release,
+    and any patch release of its series pairs too.
+    """
+    release(tag).check_ray(ray_version)

@@ -1,0 +1,118 @@
+"""Read and validate the release data files."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from ray_serve_npu.releases.model import BadReleaseDataError, Release
+
+#: The directory of the release data files (package data, shipped in the wheel).
+DATA_DIR = Path(__file__).parent
+
+#: Where a release's ``rules`` path is relative to: the ``ray_serve_npu`` package.
+PACKAGE_DIR = DATA_DIR.parent
+
+
+def _dotted(location: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in location) or "(the whole file)"
+
+
+def _fields_at(model: type[BaseModel], location: tuple[int | str, ...]) -> list[str]:
+    """The field names the model allows at ``location``'s parent, for a misspelt-key hint."""
+    current: Any = model
+    for part in location[:-1]:
+        fields = getattr(current, "model_fields", None)
+        if fields is None or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        args = getattr(annotation, "__args__", ())
+        current = args[-1] if args else annotation
+    fields = getattr(current, "model_fields", None)
+    return list(fields) if fields else []
+
+
+def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str:
+    kind = error["type"]
+    field = _dotted(location)
+    if kind == "missing":
+        return f"add {field}"
+    if kind == "extra_forbidden":
+        known = _fields_at(Release, location)
+        hint = f" (the fields there are: {', '.join(known)})" if known else ""
+        return f"remove {field} or correct its name{hint}"
+    if kind == "value_error":
+        # Our own validators put the fix into the message.
+        return "see above"
+    return f"give {field} a value that fits: {error['msg'].lower()}"
+
+
+def _explain(path: Path, error: ValidationError) -> BadReleaseDataError:
+    lines = [f"{path}: the release data does not fit the release model:"]
+    for item in error.errors():
+        location = tuple(item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"  - field {_dotted(location)}: {message}; fix: {_fix(item, location)}")
+    return BadReleaseDataError("\n".join(lines))
+
+
+def load_release_file(path: Path) -> Release:
+    """Read one release data file; :class:`BadReleaseDataError` names the file, field and fix."""
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        raise BadReleaseDataError(f"{path}: not valid YAML ({exc}); fix the syntax") from None
+    if not isinstance(data, dict):
+        raise BadReleaseDataError(
+            f"{path}: a release data file is a mapping of fields (tag, stack, images, ...); "
+            f"found {type(data).__name__}"
+        )
+    try:
+        result = Release.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(path, exc) from None
+    if result.tag != path.stem:
+        raise BadReleaseDataError(
+            f"{path}: field tag: {result.tag!r} differs from the file name; "
+            f"fix: name the file {result.tag}.yaml or correct the tag"
+        )
+    if result.rules is not None and not (PACKAGE_DIR / result.rules).is_file():
+        raise BadReleaseDataError(
+            f"{path}: field rules: {result.rules!r} is not a file in the ray_serve_npu "
+            "package; fix: give the rules file's path relative to src/ray_serve_npu, "
+            "or null where the release has none yet"
+        )
+    return result
+
+
+def _tag_order(tag: str) -> Version:
+    return Version(tag.removeprefix("v"))
+
+
+@cache
+def _load_all(data_dir: Path) -> dict[str, Release]:
+    files = sorted(data_dir.glob("v*.yaml"), key=lambda p: _tag_order(p.stem))
+    return {path.stem: load_release_file(path) for path in files}
+
+
+def releases(data_dir: Path = DATA_DIR) -> dict[str, Release]:
+    """Every release with a data file, oldest first, by tag."""
+    return dict(_load_all(data_dir))
+
+
+def release(tag: str, data_dir: Path = DATA_DIR) -> Release:
+    """The release with this tag; a :class:`LookupError` names the supported ones."""
+    known = _load_all(data_dir)
+    try:
+        return known[tag]
+    except KeyError:
+        raise LookupError(
+            f"vLLM-Ascend {tag!r} is not a supported release; the supported ones are "
+            f"{', '.join(known)} (one data file each in {data_dir})"
+        ) from None

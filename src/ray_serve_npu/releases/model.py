@@ -1,0 +1,343 @@
+"""The typed shape of a release data file (``releases/<tag>.yaml``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from packaging.version import InvalidVersion, Version
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+#: The base OS flavours vLLM-Ascend builds its images on.
+OPERATING_SYSTEMS: tuple[str, ...] = ("ubuntu", "openeuler")
+
+#: The node kinds every supported release must publish images and tutorial runs for.
+REQUIRED_NODE_KINDS: tuple[str, ...] = ("A2", "A3")
+
+_SOURCE = re.compile(r"^[\w./-]+(:\d+(-\d+)?)?( \(.+\))?$")
+
+
+class BadReleaseDataError(ValueError):
+    """A release data file that does not fit :class:`Release`; names the file, field and fix."""
+
+
+class NoPairingError(LookupError):
+    """The release data pairs no Ray with this release."""
+
+
+class PairingError(ValueError):
+    """A Ray that the release data does not pair with the release."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_source(value: str) -> str:
+    if not _SOURCE.match(value):
+        raise ValueError(
+            "a source is a path in the vllm-ascend repository at the release's tag, "
+            "optionally with :LINE or :FIRST-LAST and a note in parentheses, "
+            f"e.g. 'Dockerfile:50 (ARG VLLM_TAG)'; got {value!r}"
+        )
+    return value
+
+
+def _check_version(value: str) -> str:
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise ValueError(f"{value!r} is not a version (e.g. '2.10.0.post2')") from None
+    return value
+
+
+#: A path in the vllm-ascend repository at the release's tag, with lines and a note.
+SourcePath = Annotated[str, AfterValidator(_check_source)]
+VersionString = Annotated[str, AfterValidator(_check_version)]
+
+
+class PinnedVersion(_Strict):
+    """One version the release's images carry, and where the release states it."""
+
+    version: VersionString
+    source: SourcePath
+
+
+class Stack(_Strict):
+    vllm: PinnedVersion
+    cann: PinnedVersion
+    torch: PinnedVersion
+    torch_npu: PinnedVersion
+
+
+class ImageTags(_Strict):
+    """What follows the release tag in an image reference, per base OS, for one node kind."""
+
+    ubuntu: str
+    openeuler: str
+    #: Where the release says it builds and publishes these images.
+    source: SourcePath
+
+    @field_validator("ubuntu", "openeuler")
+    @classmethod
+    def _suffix(cls, value: str) -> str:
+        if value and not re.fullmatch(r"-[a-z0-9]+(-[a-z0-9]+)*", value):
+            raise ValueError(
+                f"a tag suffix is empty or starts with '-' (e.g. '-a3-openeuler'); got {value!r}"
+            )
+        return value
+
+    def suffix(self, os: str) -> str:
+        if os not in OPERATING_SYSTEMS:
+            raise ValueError(f"os: {os!r} is not one of {', '.join(OPERATING_SYSTEMS)}")
+        return getattr(self, os)
+
+
+class Images(_Strict):
+    repository: str
+    repository_source: SourcePath
+    #: Node kind name (``A2``, ``A3``, ``950DT``) -> its image tags.
+    tags: dict[str, ImageTags]
+    #: Node kinds the release has a Dockerfile for but publishes no image of, and why.
+    not_published: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("tags")
+    @classmethod
+    def _required_kinds(cls, tags: dict[str, ImageTags]) -> dict[str, ImageTags]:
+        missing = [kind for kind in REQUIRED_NODE_KINDS if kind not in tags]
+        if missing:
+            raise ValueError(f"no image tags for node kind {', '.join(missing)}; add them")
+        return tags
+
+
+class Jemalloc(_Strict):
+    """The jemalloc library in the release's images, per base OS."""
+
+    ubuntu: str
+    openeuler: str
+    ubuntu_source: SourcePath
+    openeuler_source: SourcePath
+
+    def paths(self) -> dict[str, str]:
+        return {os: getattr(self, os) for os in OPERATING_SYSTEMS}
+
+
+class TutorialRun(_Strict):
+    """One single-node run of vLLM-Ascend's DeepSeek-V4-Flash tutorial, as the tutorial gives it."""
+
+    #: Lines of the tutorial's shell block.
+    lines: str
+    model: str
+    env: dict[str, str]
+    #: ``vllm serve`` flags without the leading ``--``; a bare flag is ``true``.
+    #: JSON values are mappings; ``--additional-config`` is :attr:`additional_config`.
+    args: dict[str, Any]
+    additional_config: dict[str, Any]
+
+    @field_validator("lines")
+    @classmethod
+    def _lines(cls, value: str) -> str:
+        if not re.fullmatch(r"\d+-\d+", value):
+            raise ValueError(f"lines are FIRST-LAST (e.g. '150-191'); got {value!r}")
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _parallelism(cls, args: dict[str, Any]) -> dict[str, Any]:
+        for flag in ("tensor-parallel-size", "max-model-len", "max-num-seqs"):
+            if not isinstance(args.get(flag), int) or isinstance(args.get(flag), bool):
+                raise ValueError(f"args needs {flag} as an integer, as the tutorial gives it")
+        if "additional-config" in args:
+            raise ValueError("move --additional-config from args to additional_config")
+        return args
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return self.args["tensor-parallel-size"]
+
+    @property
+    def data_parallel_size(self) -> int:
+        return int(self.args.get("data-parallel-size", 1))
+
+    @property
+    def max_model_len(self) -> int:
+        return self.args["max-model-len"]
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.args["max-num-seqs"]
+
+    @property
+    def max_num_batched_tokens(self) -> int | None:
+        return self.args.get("max-num-batched-tokens")
+
+
+class Tutorial(_Strict):
+    file: SourcePath
+    #: Node kind name -> the tutorial's single-node run for it.
+    runs: dict[str, TutorialRun]
+    #: The vLLM-Ascend CI case for a node kind, where the release has one (not read for settings).
+    ci_cases: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("runs")
+    @classmethod
+    def _required_kinds(cls, runs: dict[str, TutorialRun]) -> dict[str, TutorialRun]:
+        missing = [kind for kind in REQUIRED_NODE_KINDS if kind not in runs]
+        if missing:
+            raise ValueError(f"no tutorial run for node kind {', '.join(missing)}; add it")
+        return runs
+
+
+class Measurement(_Strict):
+    """What was run to see whether a Ray's Serve LLM works beside this release's vLLM."""
+
+    ray: VersionString
+    vllm: VersionString
+    date: str
+    #: Steps that passed.
+    shown: list[str]
+    #: Steps that could not be run, so nothing is known about them.
+    not_shown: list[str]
+    how: str
+
+
+class RayPairing(_Strict):
+    """The Ray whose Serve LLM runs beside this release's vLLM, or none and why."""
+
+    #: The Ray release that pairs, or null.
+    ray: VersionString | None
+    #: ``exact``: that Ray's Serve LLM pins this very vLLM; ``series``: it pins
+    #: another patch release of the same vLLM ``major.minor``; null with no Ray.
+    match: Literal["exact", "series"] | None
+    #: Why this Ray, or why none.
+    reason: str
+    measured: list[Measurement] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RayPairing:
+        if (self.ray is None) != (self.match is None):
+            raise ValueError(
+                "ray and match go together: give both (a Ray and exact/series) or neither"
+            )
+        return self
+
+
+class Release(_Strict):
+    """One vLLM-Ascend release and every fact of it that this project uses."""
+
+    #: The git tag and image tag, e.g. ``v0.22.1rc1``.
+    tag: str
+    #: The tag's date (``git log -1 --format=%cs <tag>``).
+    date: str
+    stack: Stack
+    images: Images
+    jemalloc: Jemalloc
+    deepseek_v4_flash: Tutorial
+    pairing: RayPairing
+    #: The checker's rules file for this release, relative to the ``ray_serve_npu``
+    #: package, or null where the release has none yet.
+    rules: str | None
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, value: str) -> str:
+        if not value.startswith("v"):
+            raise ValueError(f"a vLLM-Ascend tag starts with 'v' (e.g. 'v0.23.0'); got {value!r}")
+        _check_version(value[1:])
+        return value
+
+    @field_validator("date")
+    @classmethod
+    def _date(cls, value: str) -> str:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError(f"date is YYYY-MM-DD; got {value!r}")
+        return value
+
+    @property
+    def vllm(self) -> str:
+        return self.stack.vllm.version
+
+    @property
+    def cann(self) -> str:
+        return self.stack.cann.version
+
+    @property
+    def torch(self) -> str:
+        return self.stack.torch.version
+
+    @property
+    def torch_npu(self) -> str:
+        return self.stack.torch_npu.version
+
+    @property
+    def image_repository(self) -> str:
+        return self.images.repository
+
+    @property
+    def node_kinds(self) -> tuple[str, ...]:
+        """The node kinds this release publishes images for."""
+        return tuple(self.images.tags)
+
+    @property
+    def jemalloc_paths(self) -> dict[str, str]:
+        return self.jemalloc.paths()
+
+    @property
+    def ray(self) -> str:
+        """The Ray release that pairs with this release; :class:`NoPairingError` where none does."""
+        if self.pairing.ray is None:
+            raise NoPairingError(
+                f"vLLM-Ascend {self.tag} (vLLM {self.vllm}) pairs with no Ray release: "
+                f"{self.pairing.reason}"
+            )
+        return self.pairing.ray
+
+    def check_ray(self, ray_version: str) -> None:
+        """Raise unless ``ray_version`` is of the Ray series the data pairs with this release."""
+        paired = self.ray
+        if Version(ray_version).release[:2] != Version(paired).release[:2]:
+            major, minor = Version(paired).release[:2]
+            raise PairingError(
+                f"ray {ray_version} does not pair with vLLM-Ascend {self.tag} "
+                f"(vLLM {self.vllm}); the Ray that does is {major}.{minor}.x: "
+                f"pip install 'ray[serve]~={paired}'"
+            )
+
+    def image(self, node_kind: str, os: str = "ubuntu") -> str:
+        """The image reference for a node kind (``"A3"``) and base OS."""
+        tags = self.images.tags.get(node_kind)
+        if tags is None:
+            why = self.images.not_published.get(node_kind)
+            known = ", ".join(self.images.tags)
+            raise LookupError(
+                f"vLLM-Ascend {self.tag} publishes no image for node kind {node_kind!r}"
+                + (f" ({why})" if why else "")
+                + f"; it has images for {known}"
+            )
+        return f"{self.images.repository}:{self.tag}{tags.suffix(os)}"
+
+    def image_references(self) -> dict[tuple[str, str], str]:
+        """Every image this release publishes: (node kind, OS) -> reference."""
+        return {
+            (kind, os): self.image(kind, os)
+            for kind in self.images.tags
+            for os in OPERATING_SYSTEMS
+        }
+
+    def run(self, node_kind: str) -> TutorialRun:
+        """The DeepSeek-V4-Flash tutorial's single-node run on a node kind."""
+        try:
+            return self.deepseek_v4_flash.runs[node_kind]
+        except KeyError:
+            known = ", ".join(self.deepseek_v4_flash.runs)
+            raise LookupError(
+                f"the DeepSeek-V4-Flash tutorial at {self.tag} has no single-node run for "
+                f"{node_kind!r}; it has {known}"
+            ) from None

@@ -1,0 +1,168 @@
+"""The release data files: each loads, a bad one names its field and fix, and code reads them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu import compat, hardware
+from ray_serve_npu.check.rules import RULES_DIR, load_rules
+from ray_serve_npu.releases import (
+    DATA_DIR,
+    DEFAULT_RELEASE,
+    OPERATING_SYSTEMS,
+    RELEASES,
+    BadReleaseDataError,
+    load_release_file,
+    release,
+)
+from ray_serve_npu.releases.loader import PACKAGE_DIR
+
+SUPPORTED = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1")
+
+
+def test_every_supported_release_loads() -> None:
+    assert tuple(RELEASES) == SUPPORTED
+    for tag in SUPPORTED:
+        loaded = load_release_file(DATA_DIR / f"{tag}.yaml")
+        assert loaded == RELEASES[tag] == release(tag)
+        assert loaded.tag == tag
+
+
+def test_the_seed_release_stays_the_default() -> None:
+    assert DEFAULT_RELEASE.tag == "v0.22.1rc1"
+    assert compat.VLLM_ASCEND is DEFAULT_RELEASE
+
+
+def test_an_unknown_release_names_the_supported_ones() -> None:
+    with pytest.raises(LookupError, match=r"'v0\.24\.0rc1' is not a supported release.*v0\.23\.0"):
+        release("v0.24.0rc1")
+
+
+@pytest.mark.parametrize("tag", SUPPORTED)
+def test_each_release_has_a2_and_a3_images_and_runs(tag: str) -> None:
+    data = release(tag)
+    for kind in ("A2", "A3"):
+        for os in OPERATING_SYSTEMS:
+            assert data.image(kind, os).startswith(f"{data.image_repository}:{tag}")
+        run = data.run(kind)
+        # The tutorial's run fits on one node of its kind.
+        node = hardware.NODE_KINDS[kind]
+        assert run.tensor_parallel_size * run.data_parallel_size <= node.devices_per_node
+        assert run.env["LD_PRELOAD"].startswith(data.jemalloc_paths["ubuntu"])
+
+
+def test_the_950dt_image_exists_only_where_the_release_publishes_it() -> None:
+    assert release("v0.23.0").image("950DT") == "quay.io/ascend/vllm-ascend:v0.23.0-a5"
+    assert (
+        release("v0.23.0").image("950DT", "openeuler")
+        == "quay.io/ascend/vllm-ascend:v0.23.0-a5-openeuler"
+    )
+    for tag in ("v0.22.1rc1", "v0.25.1rc1"):
+        with pytest.raises(LookupError, match=r"publishes no image for node kind '950DT'.*A5"):
+            release(tag).image("950DT")
+
+
+def test_hardware_and_compat_read_the_release_data() -> None:
+    for data in RELEASES.values():
+        for kind in (hardware.A2, hardware.A3):
+            assert hardware.image(data.tag, kind) == data.image(kind.name)
+            assert hardware.image(data.tag, kind, openeuler=True) == data.image(
+                kind.name, "openeuler"
+            )
+    assert hardware.IMAGE_REPOSITORY == DEFAULT_RELEASE.image_repository
+    assert hardware.JEMALLOC_PATHS == DEFAULT_RELEASE.jemalloc_paths
+    assert hardware.A3.image_tag_suffix == "-a3"
+    assert hardware.A2.image_tag_suffix == ""
+    assert compat.VLLM_ASCEND.vllm == DEFAULT_RELEASE.stack.vllm.version
+
+
+# -- A bad data file: the error names the file, the field and the fix ---------
+
+
+def _planted(tmp_path: Path, old: str, new: str, tag: str = "v0.23.0") -> Path:
+    path = tmp_path / f"{tag}.yaml"
+    text = (DATA_DIR / f"{tag}.yaml").read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_a_bad_version_names_the_file_the_field_and_the_fix(tmp_path: Path) -> None:
+    path = _planted(tmp_path, "    version: 9.1.0\n", "    version: nine-one\n")
+    with pytest.raises(BadReleaseDataError) as error:
+        load_release_file(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert "field stack.cann.version" in message
+    assert "'nine-one' is not a version (e.g. '2.10.0.post2')" in message
+
+
+def test_a_misspelt_field_is_named_with_the_fields_allowed_there(tmp_path: Path) -> None:
+    path = _planted(tmp_path, "  openeuler_source:", "  openeuler_src:")
+    with pytest.raises(BadReleaseDataError) as error:
+        load_release_file(path)
+    message = str(error.value)
+    assert "field jemalloc.openeuler_src: Extra inputs are not permitted" in message
+    assert "fix: remove jemalloc.openeuler_src or correct its name" in message
+    assert "ubuntu_source, openeuler_source" in message
+    # The field it should have been is now missing, and named as such.
+    assert (
+        "field jemalloc.openeuler_source: Field required; fix: add jemalloc.openeuler_source"
+        in (message)
+    )
+
+
+def test_a_tutorial_run_without_its_parallelism_is_refused(tmp_path: Path) -> None:
+    path = _planted(tmp_path, "        tensor-parallel-size: 8\n", "")
+    with pytest.raises(BadReleaseDataError, match=r"field deepseek_v4_flash\.runs\.A2\.args: "):
+        load_release_file(path)
+
+
+def test_a_pairing_with_a_ray_but_no_match_is_refused(tmp_path: Path) -> None:
+    path = _planted(tmp_path, "  ray: null\n", "  ray: 2.56.1\n")
+    with pytest.raises(BadReleaseDataError, match=r"field pairing: ray and match go together"):
+        load_release_file(path)
+
+
+def test_a_file_named_for_another_tag_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v0.24.0rc1.yaml"
+    shutil.copy(DATA_DIR / "v0.23.0.yaml", path)
+    with pytest.raises(BadReleaseDataError, match=r"field tag: 'v0\.23\.0' differs from the file"):
+        load_release_file(path)
+
+
+def test_a_rules_path_that_is_no_file_is_refused(tmp_path: Path) -> None:
+    path = _planted(
+        tmp_path,
+        "rules: check/rules/v0.22.1rc1.yaml",
+        "rules: check/rules/v0.22.1.yaml",
+        tag="v0.22.1rc1",
+    )
+    with pytest.raises(BadReleaseDataError, match=r"field rules: .* relative to src/ray_serve_npu"):
+        load_release_file(path)
+
+
+def test_broken_yaml_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "v0.23.0.yaml"
+    path.write_text("tag: [v0.23.0\n")
+    with pytest.raises(BadReleaseDataError, match=r"v0\.23\.0\.yaml: not valid YAML"):
+        load_release_file(path)
+
+
+# -- The checker's rules files agree with the release data --------------------
+
+
+def test_each_rules_file_belongs_to_a_release_and_its_header_agrees() -> None:
+    pointed = {data.rules: data for data in RELEASES.values() if data.rules is not None}
+    files = {str(path.relative_to(PACKAGE_DIR)) for path in RULES_DIR.glob("*.yaml")}
+    assert set(pointed) == files, (
+        "every rules file is some release's, and no release points nowhere"
+    )
+    for data in pointed.values():
+        header = load_rules(data.tag)
+        assert header.release == data.tag
+        assert header.vllm_version == data.vllm
+        assert header.image_repository == data.image_repository

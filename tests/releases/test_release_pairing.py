@@ -1,0 +1,67 @@
+"""Each release's Ray pairing: agrees with what each Ray pins, and the code refuses any other."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from ray_serve_npu import compat
+from ray_serve_npu.releases import RELEASES, NoPairingError, PairingError, check_pairing, release
+
+
+def _series(version: str) -> tuple[int, ...]:
+    return Version(version).release[:2]
+
+
+@pytest.mark.parametrize("tag", list(RELEASES))
+def test_the_paired_ray_pins_this_vllm(tag: str) -> None:
+    data = release(tag)
+    pairing = data.pairing
+    if pairing.ray is None:
+        # None: no Ray pins this vLLM series, and the data says what was measured instead.
+        assert compat.ray_for_vllm(data.vllm) is None
+        assert pairing.reason
+        return
+    pinned = compat.RAY_VLLM_PINS[pairing.ray]
+    if pairing.match == "exact":
+        assert pinned == data.vllm
+    else:
+        assert pinned != data.vllm and _series(pinned) == _series(data.vllm)
+    assert compat.ray_for_vllm(data.vllm) == pairing.ray
+
+
+def test_the_pairings_the_data_holds() -> None:
+    assert release("v0.22.1rc1").ray == "2.56.1"
+    assert release("v0.25.1rc1").ray == "2.57.1"
+    assert release("v0.25.1rc1").pairing.match == "exact"
+    check_pairing("v0.22.1rc1", "2.56.1")
+    check_pairing("v0.22.1rc1", "2.56.0")  # any patch release of the series
+    check_pairing("v0.25.1rc1", "2.57.1")
+
+
+def test_a_ray_of_another_series_is_refused_naming_both() -> None:
+    with pytest.raises(PairingError) as error:
+        check_pairing("v0.25.1rc1", "2.56.1")
+    message = str(error.value)
+    assert "ray 2.56.1 does not pair with vLLM-Ascend v0.25.1rc1 (vLLM 0.25.1)" in message
+    assert "pip install 'ray[serve]~=2.57.1'" in message
+    with pytest.raises(PairingError, match=r"the Ray that does is 2\.56\.x"):
+        check_pairing("v0.22.1rc1", "2.60.0")
+
+
+@pytest.mark.parametrize("ray_version", ["2.56.1", "2.57.1", "2.60.0"])
+def test_v0_23_0_pairs_with_no_ray_and_says_why(ray_version: str) -> None:
+    with pytest.raises(NoPairingError) as error:
+        check_pairing("v0.23.0", ray_version)
+    message = str(error.value)
+    assert "vLLM-Ascend v0.23.0 (vLLM 0.23.0) pairs with no Ray release" in message
+    assert "no engine was started" in message
+
+
+def test_v0_23_0_records_what_was_measured() -> None:
+    measured = {m.ray: m for m in release("v0.23.0").pairing.measured}
+    assert set(measured) == {"2.56.1", "2.57.1"}
+    for entry in measured.values():
+        assert entry.vllm == "0.23.0"
+        assert any("build_openai_app" in step for step in entry.shown)
+        assert any("engine start" in step for step in entry.not_shown)
