@@ -48,6 +48,12 @@ class TinyModelSpec(BaseModel, frozen=True):
     head_dim: int = 32
     max_position_embeddings: int = 2048
     seed: int = 0
+    #: Experts per layer: 0 builds a dense Llama, more a Mixtral (mixture of
+    #: experts), which vLLM requires for data parallel ("Non-MoE models do not
+    #: support external data parallel mode", ``vllm/engine/arg_utils.py``).
+    num_local_experts: int = 0
+    #: Experts each token is routed to (Mixtral only).
+    num_experts_per_tok: int = 2
 
     def model_post_init(self, __context: object) -> None:
         if self.head_dim not in CPU_ATTENTION_HEAD_SIZES:
@@ -56,8 +62,19 @@ class TinyModelSpec(BaseModel, frozen=True):
                 f"use one of {sorted(CPU_ATTENTION_HEAD_SIZES)}."
             )
 
+    @property
+    def family(self) -> str:
+        return "mixtral" if self.num_local_experts else "llama"
+
     def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]
+        # The dense spec hashes as it did before the MoE fields existed.
+        dense = {"num_local_experts", "num_experts_per_tok"}
+        fields = self.model_dump_json(exclude=set() if self.num_local_experts else dense)
+        return hashlib.sha256(fields.encode()).hexdigest()[:12]
+
+
+#: The tiny mixture-of-experts model the fake tier serves for data parallel.
+TINY_MOE_SPEC = TinyModelSpec(num_local_experts=4, num_experts_per_tok=2)
 
 
 def _train_tokenizer(spec: TinyModelSpec, out: Path) -> None:
@@ -86,10 +103,20 @@ def _train_tokenizer(spec: TinyModelSpec, out: Path) -> None:
 
 def _write_model(spec: TinyModelSpec, vocab_size: int, out: Path) -> None:
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(spec.seed)
-    config = LlamaConfig(
+    moe = {
+        "num_local_experts": spec.num_local_experts,
+        "num_experts_per_tok": spec.num_experts_per_tok,
+    }
+    config_cls, model_cls, extra = (
+        (MixtralConfig, MixtralForCausalLM, moe)
+        if spec.num_local_experts
+        else (LlamaConfig, LlamaForCausalLM, {})
+    )
+    config = config_cls(
+        **extra,
         vocab_size=vocab_size,
         hidden_size=spec.hidden_size,
         intermediate_size=spec.intermediate_size,
@@ -102,13 +129,13 @@ def _write_model(spec: TinyModelSpec, vocab_size: int, out: Path) -> None:
         eos_token_id=1,
         torch_dtype="bfloat16",
     )
-    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+    model_cls(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
 
 
 def make_tiny_model(cache_dir: Path, spec: TinyModelSpec | None = None) -> Path:
     """Build the tiny model under ``cache_dir`` (once per spec) and return its directory."""
     spec = spec or TinyModelSpec()
-    out = Path(cache_dir) / f"tiny-llama-{spec.digest()}"
+    out = Path(cache_dir) / f"tiny-{spec.family}-{spec.digest()}"
     marker = out / "tiny-model.json"
     if marker.exists():
         return out

