@@ -115,6 +115,15 @@ def test_a_misspelt_field_is_named_with_the_fields_allowed_there(tmp_path: Path)
     )
 
 
+def test_an_unquoted_version_that_yaml_reads_as_a_number_says_to_quote_it(tmp_path: Path) -> None:
+    path = _planted(tmp_path, "    version: 2.10.0.post4\n", "    version: 2.10\n")
+    with pytest.raises(BadReleaseDataError) as error:
+        load_release_file(path)
+    assert "field stack.torch_npu.version: Input should be a valid string; fix: quote" in str(
+        error.value
+    )
+
+
 def test_a_tutorial_run_without_its_parallelism_is_refused(tmp_path: Path) -> None:
     path = _planted(tmp_path, "        tensor-parallel-size: 8\n", "")
     with pytest.raises(BadReleaseDataError, match=r"field deepseek_v4_flash\.runs\.A2\.args: "):

@@ -47,6 +47,8 @@ def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str:
         known = _fields_at(Release, location)
         hint = f" (the fields there are: {', '.join(known)})" if known else ""
         return f"remove {field} or correct its name{hint}"
+    if kind == "string_type":
+        return f"quote {field}'s value, so YAML reads it as text (e.g. '0.23', not 0.23)"
     if kind == "value_error":
         # Our own validators put the fix into the message.
         return "see above"
