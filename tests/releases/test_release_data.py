@@ -97,7 +97,7 @@ def test_a_bad_version_names_the_file_the_field_and_the_fix(tmp_path: Path) -> N
     message = str(error.value)
     assert str(path) in message
     assert "field stack.cann.version" in message
-    assert "'nine-one' is not a version (e.g. '2.10.0.post2')" in message
+    assert "'nine-one' is not a version; fix: write it as the release states it" in message
 
 
 def test_a_misspelt_field_is_named_with_the_fields_allowed_there(tmp_path: Path) -> None:

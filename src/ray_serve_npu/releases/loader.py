@@ -38,7 +38,7 @@ def _fields_at(model: type[BaseModel], location: tuple[int | str, ...]) -> list[
     return list(fields) if fields else []
 
 
-def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str:
+def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str | None:
     kind = error["type"]
     field = _dotted(location)
     if kind == "missing":
@@ -50,8 +50,8 @@ def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str:
     if kind == "string_type":
         return f"quote {field}'s value, so YAML reads it as text (e.g. '0.23', not 0.23)"
     if kind == "value_error":
-        # Our own validators put the fix into the message.
-        return "see above"
+        # The model's own validators say the fix in their message.
+        return None
     return f"give {field} a value that fits: {error['msg'].lower()}"
 
 
@@ -60,7 +60,8 @@ def _explain(path: Path, error: ValidationError) -> BadReleaseDataError:
     for item in error.errors():
         location = tuple(item["loc"])
         message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"  - field {_dotted(location)}: {message}; fix: {_fix(item, location)}")
+        fix = _fix(item, location)
+        lines.append(f"  - field {_dotted(location)}: {message}" + (f"; fix: {fix}" if fix else ""))
     return BadReleaseDataError("\n".join(lines))
 
 

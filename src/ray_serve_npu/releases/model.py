@@ -43,9 +43,9 @@ class _Strict(BaseModel):
 def _check_source(value: str) -> str:
     if not _SOURCE.match(value):
         raise ValueError(
-            "a source is a path in the vllm-ascend repository at the release's tag, "
-            "optionally with :LINE or :FIRST-LAST and a note in parentheses, "
-            f"e.g. 'Dockerfile:50 (ARG VLLM_TAG)'; got {value!r}"
+            f"{value!r} is not a source; fix: give a path in the vllm-ascend repository "
+            "at the release's tag, optionally with :LINE or :FIRST-LAST and a note in "
+            "parentheses, e.g. 'Dockerfile:50 (ARG VLLM_TAG)'"
         )
     return value
 
@@ -54,7 +54,10 @@ def _check_version(value: str) -> str:
     try:
         Version(value)
     except InvalidVersion:
-        raise ValueError(f"{value!r} is not a version (e.g. '2.10.0.post2')") from None
+        raise ValueError(
+            f"{value!r} is not a version; fix: write it as the release states it, "
+            "a PEP 440 version such as '2.10.0.post2'"
+        ) from None
     return value
 
 
