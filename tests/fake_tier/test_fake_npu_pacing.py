@@ -1,0 +1,262 @@
+"""NPU pacing on the fake tier: a paced engine step takes the set time.
+
+The end-to-end test runs the fake tier's engine as the Compose path runs it
+(vLLM's OpenAI server with the fake platform and the tiny model, no Ray), with
+the pacing on, and times one stream: its first token waits for the paced
+prefill, and each further token for one paced decode step. The other tests
+check the settings and the pacer without an engine.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from openai import OpenAI
+
+from ray_serve_npu.testing.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
+from ray_serve_npu.testing.npu_pacing import (
+    DEFAULT_DECODE_S_PER_STEP,
+    DEFAULT_PREFILL_S_PER_TOKEN,
+    PACING_ENV_VAR,
+    NPUStepPacing,
+    StepPacer,
+    pacing_from_env,
+    scheduled_work,
+)
+from ray_serve_npu.testing.processes import (
+    ProcessServer,
+    free_port,
+    start_process_group,
+    stop_process_group,
+    wait_until_ready,
+)
+from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.vllm_cli import engine_kwarg_argv
+
+#: Set far above the tiny model's CPU step (a few ms), so that the pacing, not the
+#: CPU, sets the step time.
+PACING = NPUStepPacing(prefill_s_per_token=0.002, decode_s_per_step=0.1)
+PROMPT_TOKENS = 200
+OUTPUT_TOKENS = 21
+#: A paced step can't be shorter than the set time; it may be longer by the
+#: engine's own work between steps (scheduling, output processing) and the HTTP path.
+TOLERANCE = 0.10
+READY_TIMEOUT_S = 300
+
+
+# --- the settings ---------------------------------------------------------------
+
+
+def test_the_defaults_follow_from_the_baseline() -> None:
+    # See npu_pacing's docstring: 16 streams over 4 DP engines, 32768 in, 1024 out,
+    # 181.8813 output tokens/s, half the engine's time on prefill.
+    assert DEFAULT_DECODE_S_PER_STEP == pytest.approx(0.5 * 4 * 4 / 181.8813)
+    assert DEFAULT_PREFILL_S_PER_TOKEN == pytest.approx(0.5 * 4 * 1024 / (181.8813 * 32768))
+    assert NPUStepPacing() == NPUStepPacing(
+        prefill_s_per_token=DEFAULT_PREFILL_S_PER_TOKEN, decode_s_per_step=DEFAULT_DECODE_S_PER_STEP
+    )
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_the_pacing_is_off_without_its_variable(value: str | None) -> None:
+    environ = {} if value is None else {PACING_ENV_VAR: value}
+    assert pacing_from_env(environ) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("baseline", NPUStepPacing()),
+        ("decode_s_per_step=0.05", NPUStepPacing(decode_s_per_step=0.05)),
+        (
+            " prefill_s_per_token = 0.001 , decode_s_per_step=0 ",
+            NPUStepPacing(prefill_s_per_token=0.001, decode_s_per_step=0.0),
+        ),
+        (PACING.env_value(), PACING),
+    ],
+)
+def test_the_variable_sets_the_pacing(value: str, expected: NPUStepPacing) -> None:
+    assert pacing_from_env({PACING_ENV_VAR: value}) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("1", "'1' is not NAME=SECONDS"),
+        ("decode_s_per_step", "'decode_s_per_step' is not NAME=SECONDS"),
+        ("decode_s_per_step=fast", "decode_s_per_step: Input should be a valid number"),
+        ("decode_s_per_step=-0.1", "decode_s_per_step: Input should be greater than or equal to 0"),
+        ("decode_s_per_step=44", "decode_s_per_step: Input should be less than or equal to 10"),
+        ("decode_s_per_step=nan", "decode_s_per_step: Input should be a finite number"),
+        ("decode_ms_per_step=44", "decode_ms_per_step: Extra inputs are not permitted"),
+        ("decode_s_per_step=0.1,decode_s_per_step=0.2", "decode_s_per_step is given twice"),
+    ],
+)
+def test_a_bad_value_names_the_variable_and_the_fix(value: str, problem: str) -> None:
+    with pytest.raises(ValueError) as error:
+        pacing_from_env({PACING_ENV_VAR: value})
+    message = str(error.value)
+    assert message.startswith(f"{PACING_ENV_VAR}={value!r}: ")
+    assert problem in message
+    assert "set it to 'baseline'" in message
+    assert "prefill_s_per_token, decode_s_per_step" in message
+
+
+# --- the pacer, with a fake clock -------------------------------------------------
+
+
+def _scheduler_output(new: dict[str, int], cached: dict[str, tuple[int, int]]) -> SimpleNamespace:
+    """A stand-in SchedulerOutput: new requests' tokens; cached ones' (tokens, outputs)."""
+    outputs = {req_id: n for req_id, (_, n) in cached.items()}
+    return SimpleNamespace(
+        scheduled_new_reqs=[SimpleNamespace(req_id=req_id) for req_id in new],
+        scheduled_cached_reqs=SimpleNamespace(
+            is_context_phase=lambda req_id: outputs.get(req_id) == 0
+        ),
+        num_scheduled_tokens={**new, **{req_id: t for req_id, (t, _) in cached.items()}},
+    )
+
+
+def test_prefill_and_decode_requests_are_told_apart() -> None:
+    step = _scheduler_output(new={"a": 100}, cached={"b": (50, 0), "c": (1, 7), "d": (1, 3)})
+    assert scheduled_work(step) == (150, True)
+    assert scheduled_work(_scheduler_output(new={}, cached={"c": (1, 7)})) == (0, True)
+    assert scheduled_work(_scheduler_output(new={"a": 8}, cached={})) == (8, False)
+    assert scheduled_work(_scheduler_output(new={}, cached={})) == (0, False)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _pacer(clock: _Clock, cpu_s: float, output: object | None) -> StepPacer:
+    def execute_model(scheduler_output: object) -> object | None:
+        clock.now += cpu_s
+        return output
+
+    def sample_tokens(grammar_output: object) -> str:
+        clock.now += cpu_s
+        return "sampled"
+
+    return StepPacer(PACING, execute_model, sample_tokens, clock=clock, sleep=clock.sleep)
+
+
+def test_a_step_takes_the_paced_time_when_the_cpu_is_faster() -> None:
+    clock = _Clock()
+    pacer = _pacer(clock, cpu_s=0.003, output=None)
+    start = clock.now
+    assert pacer.execute_model(_scheduler_output(new={"a": 10}, cached={"b": (1, 2)})) is None
+    assert clock.slept == []
+    assert pacer.sample_tokens(None) == "sampled"
+    assert clock.now - start == pytest.approx(10 * 0.002 + 0.1)
+    assert pacer.overruns == 0
+
+
+def test_a_step_that_returns_from_execute_model_is_paced_there() -> None:
+    clock = _Clock()
+    pacer = _pacer(clock, cpu_s=0.003, output="output")
+    start = clock.now
+    assert pacer.execute_model(_scheduler_output(new={}, cached={"b": (1, 2)})) == "output"
+    assert clock.now - start == pytest.approx(0.1)
+
+
+def test_a_step_slower_than_its_pace_takes_its_real_time() -> None:
+    clock = _Clock()
+    pacer = _pacer(clock, cpu_s=0.2, output=None)
+    start = clock.now
+    pacer.execute_model(_scheduler_output(new={}, cached={"b": (1, 2)}))
+    pacer.sample_tokens(None)
+    assert clock.slept == []
+    assert clock.now - start == pytest.approx(0.4)
+    assert pacer.overruns == 1
+
+
+def test_an_empty_step_is_not_held() -> None:
+    clock = _Clock()
+    pacer = _pacer(clock, cpu_s=0.0, output="empty")
+    pacer.execute_model(_scheduler_output(new={}, cached={}))
+    assert clock.slept == []
+    assert pacer.overruns == 0
+
+
+# --- the engine --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
+    """The fake tier's engine behind vLLM's OpenAI server, paced by :data:`PACING`."""
+    workdir = tmp_path_factory.mktemp("fake-npu-pacing")
+    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models")
+    port = free_port()
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    argv += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port)]
+    for key, (value, _why) in FAKE_ENGINE_KWARGS.items():
+        argv += engine_kwarg_argv(key, value)
+    env = {
+        **os.environ,
+        **{name: value for name, (value, _why) in FAKE_ENV.items()},
+        PACING_ENV_VAR: PACING.env_value(),
+    }
+    server = ProcessServer(base_url=f"http://127.0.0.1:{port}", log_file=workdir / "server.log")
+    process = start_process_group(argv, cwd=workdir, env=env, log_file=server.log_file)
+    try:
+        wait_until_ready(server, process, READY_TIMEOUT_S)
+        yield server
+    finally:
+        stop_process_group(process)
+
+
+@pytest.mark.fake_npu
+def test_a_paced_engine_takes_the_set_time_per_step(paced_server: ProcessServer) -> None:
+    client = OpenAI(base_url=f"{paced_server.base_url}/v1", api_key="not-used")
+    # Token ids, so that the prompt is exactly PROMPT_TOKENS long.
+    prompt = [10 + i % 200 for i in range(PROMPT_TOKENS)]
+    start = time.monotonic()
+    stream = client.completions.create(
+        model="tiny",
+        prompt=prompt,
+        max_tokens=OUTPUT_TOKENS,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True, "continuous_usage_stats": True},
+        extra_body={"ignore_eos": True},
+    )
+    # When each count of output tokens was first seen.
+    seen: dict[int, float] = {}
+    prompt_tokens = None
+    for chunk in stream:
+        if chunk.usage is not None:
+            prompt_tokens = chunk.usage.prompt_tokens
+            seen.setdefault(chunk.usage.completion_tokens, time.monotonic())
+    logs = paced_server.logs()[-4000:]
+    assert prompt_tokens == PROMPT_TOKENS, logs
+    assert max(seen) == OUTPUT_TOKENS, logs
+
+    # The first token comes from the prefill step alone.
+    ttft = seen[1] - start
+    prefill = PACING.step_seconds(PROMPT_TOKENS, decoding=False)
+    assert prefill <= ttft <= prefill * (1 + TOLERANCE) + 0.1, (ttft, prefill, logs)
+
+    # Every further token takes one decode step of a single stream.
+    per_step = (seen[OUTPUT_TOKENS] - seen[1]) / (OUTPUT_TOKENS - 1)
+    decode = PACING.step_seconds(0, decoding=True)
+    assert decode * (1 - TOLERANCE / 3) <= per_step <= decode * (1 + TOLERANCE), (
+        per_step,
+        decode,
+        logs,
+    )
