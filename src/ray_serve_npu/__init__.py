@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         NPUAccelerator,
         NPUConfig,
     )
-    from ray_serve_npu.app import build_openai_app
+    from ray_serve_npu.app import build_dp_openai_app, build_openai_app
     from ray_serve_npu_autoload import activate
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "NPUAccelerator",
     "NPUConfig",
     "activate",
+    "build_dp_openai_app",
     "build_openai_app",
 ]
 
@@ -41,6 +42,7 @@ _PUBLIC: dict[str, str] = {
     "NPUAccelerator": "ray_serve_npu.accelerators",
     "NPUConfig": "ray_serve_npu.accelerators",
     "activate": "ray_serve_npu_autoload",
+    "build_dp_openai_app": "ray_serve_npu.app",
     "build_openai_app": "ray_serve_npu.app",
 }
 

@@ -10,12 +10,16 @@ from ray_serve_npu.placement import check_placement
 
 if TYPE_CHECKING:
     from ray.serve.deployment import Application
-    from ray.serve.llm import LLMServingArgs
+    from ray.serve.llm import LLMConfig, LLMServingArgs
 
 #: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
 #: directory: the builder then serves each config's fake-tier variant
 #: (:mod:`ray_serve_npu.testing.adapter`) and logs every change.
 DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
+#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
+#: directory, which the fake tier serves for data-parallel configs (vLLM refuses
+#: data parallel for a dense model).
+DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
 
 
 def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
@@ -46,6 +50,46 @@ def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
     return app
 
 
+def build_dp_openai_app(builder_config: dict[str, Any]) -> Application:
+    """Build Ray Serve LLM's data-parallel OpenAI app; same arguments as Ray's.
+
+    Ray's ``build_dp_openai_app`` (``ray/llm/_internal/serve/serving_patterns/
+    data_parallel/builder.py``) deploys ``engine_kwargs["data_parallel_size"]``
+    replicas of ``DPServer`` as one gang: Serve reserves one placement group for
+    all their bundles (strategy ``PACK``), rank ``i`` takes the ``i``-th slice of
+    it, and a rank that fails restarts the whole gang. With the npu kind each slice
+    is one ``{"NPU": 1}`` bundle per engine worker, so each rank's engine sees its
+    own NPUs. Like :func:`build_openai_app`, it fails at build time where no set of
+    nodes can hold the gang.
+
+    Args:
+        builder_config: What Ray's builder takes: ``{"llm_config": ...}`` (an
+            ``LLMConfig``, its dict or a YAML path), optionally with
+            ``ingress_cls_config`` and ``ingress_deployment_config``.
+    """
+    from ray.llm._internal.serve.serving_patterns.data_parallel.builder import (
+        DPOpenAiServingArgs,
+    )
+    from ray.llm._internal.serve.serving_patterns.data_parallel.builder import (
+        build_dp_openai_app as ray_build_dp_openai_app,
+    )
+
+    serving_args = DPOpenAiServingArgs.model_validate(builder_config)
+    llm_config: LLMConfig = serving_args.llm_config  # type: ignore[assignment]
+    dry_run_model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
+    if dry_run_model:
+        from ray.serve.llm import LLMServingArgs
+
+        (llm_config,) = _fake_tier_variant(
+            LLMServingArgs(llm_configs=[llm_config]), Path(dry_run_model)
+        ).llm_configs
+        serving_args = serving_args.model_copy(update={"llm_config": llm_config})
+    builder = {name: getattr(serving_args, name) for name in serving_args.model_fields_set}
+    app = ray_build_dp_openai_app({**builder, "llm_config": llm_config})
+    check_placement([llm_config])
+    return app
+
+
 def _fake_tier_variant(serving_args: LLMServingArgs, model_dir: Path) -> LLMServingArgs:
     """Each config's fake-tier variant, every change logged."""
     from ray.serve.llm import LLMServingArgs
@@ -53,8 +97,11 @@ def _fake_tier_variant(serving_args: LLMServingArgs, model_dir: Path) -> LLMServ
     from ray_serve_npu.testing.adapter import adapt_llm_config, log_changes
 
     adapted = []
+    moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)
     for config in serving_args.llm_configs:
-        fields, changes = adapt_llm_config(config, model_dir)
+        fields, changes = adapt_llm_config(
+            config, model_dir, moe_model_dir=Path(moe_model) if moe_model else None
+        )
         log_changes(changes)
         adapted.append(fields)
     configs = LLMServingArgs.model_validate({"llm_configs": adapted}).llm_configs

@@ -47,6 +47,14 @@ class PlacementRequest(BaseModel, frozen=True):
     bundles: list[dict[str, float]]
     #: ``PACK``, ``STRICT_PACK``, ``SPREAD`` or ``STRICT_SPREAD``.
     strategy: str
+    #: Replicas in one data-parallel gang (one placement group for all of them).
+    data_parallel_size: int = 1
+
+    @property
+    def parallel_sizes(self) -> str:
+        """The engine settings whose product is the NPUs the group asks for."""
+        sizes = "tensor_parallel_size x pipeline_parallel_size"
+        return f"data_parallel_size x {sizes}" if self.data_parallel_size > 1 else sizes
 
 
 def _fits(need: Mapping[str, float], node: NodeCapacity) -> bool:
@@ -78,7 +86,12 @@ def infeasibility(request: PlacementRequest, nodes: Sequence[NodeCapacity]) -> s
     """
     if not nodes:
         raise ValueError("nodes: give at least one node")
-    where = f"{request.model_id}: a replica's placement group"
+    where = (
+        f"{request.model_id}: the placement group of a gang of {request.data_parallel_size} "
+        "data-parallel replicas"
+        if request.data_parallel_size > 1
+        else f"{request.model_id}: a replica's placement group"
+    )
     for index, bundle in enumerate(request.bundles):
         if not any(_fits(bundle, node) for node in nodes):
             largest = _largest(nodes, bundle)
@@ -112,8 +125,7 @@ def infeasibility(request: PlacementRequest, nodes: Sequence[NodeCapacity]) -> s
         return (
             f"{where} needs {_show(need)} in all, more than the {len(nodes)} node(s) have "
             f"together ({_show(cluster)}; the largest node, {largest.name}, has "
-            f"{_show(largest.resources)}). Fix: lower tensor_parallel_size x "
-            "pipeline_parallel_size, or add nodes."
+            f"{_show(largest.resources)}). Fix: lower {request.parallel_sizes}, or add nodes."
         )
     return None
 
@@ -127,6 +139,8 @@ def placement_request(llm_config: object) -> PlacementRequest | None:
     """
     from ray.llm._internal.serve.core.server.llm_server import LLMServer
 
+    if data_parallel_size(llm_config) > 1:
+        return gang_placement_request(llm_config)
     options = LLMServer.get_deployment_options(llm_config)
     bundles = options.get("placement_group_bundles")
     if not bundles or not any(bundle.get(NPU_RESOURCE, 0) for bundle in bundles):
@@ -135,6 +149,40 @@ def placement_request(llm_config: object) -> PlacementRequest | None:
         model_id=llm_config.model_id,  # type: ignore[attr-defined]
         bundles=bundles,
         strategy=options.get("placement_group_strategy") or "PACK",
+    )
+
+
+def data_parallel_size(llm_config: object) -> int:
+    """The config's ``engine_kwargs["data_parallel_size"]`` (1 where unset)."""
+    engine_kwargs = getattr(llm_config, "engine_kwargs", None) or {}
+    return int(engine_kwargs.get("data_parallel_size") or 1)
+
+
+def gang_placement_request(llm_config: object) -> PlacementRequest | None:
+    """The one placement group Serve reserves for a data-parallel gang of ``llm_config``.
+
+    Ray Serve LLM's ``DPServer.get_deployment_options`` (the data-parallel pattern,
+    ``ray/llm/_internal/serve/serving_patterns/data_parallel/dp_server.py``, the
+    same in Ray 2.56.1, 2.57.1 and 2.60.0) turns ``data_parallel_size`` into a gang
+    of that many replicas; Serve then reserves one group holding every replica's
+    bundles in rank order, with the gang's strategy (``PACK``), and places each
+    rank's actor and engine workers in that rank's slice
+    (``DeploymentScheduler._prepare_gangs_for_deployment``). None where the gang
+    asks for no NPU.
+    """
+    from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
+
+    options = DPServer.get_deployment_options(llm_config)
+    bundles = options.get("placement_group_bundles")
+    gang = options.get("gang_scheduling_config")
+    if not bundles or gang is None or not any(b.get(NPU_RESOURCE, 0) for b in bundles):
+        return None
+    strategy = getattr(gang.gang_placement_strategy, "value", gang.gang_placement_strategy)
+    return PlacementRequest(
+        model_id=llm_config.model_id,  # type: ignore[attr-defined]
+        bundles=[dict(bundle) for _ in range(gang.gang_size) for bundle in bundles],
+        strategy=str(strategy),
+        data_parallel_size=gang.gang_size,
     )
 
 
