@@ -12,8 +12,10 @@ soon as it has been executed. So ``LLMConfig(accelerator_config={"kind": "npu"})
 works without importing ``ray_serve_npu`` first, and importing ``ray_serve_npu``
 (or any of its data modules) patches nothing.
 
-Set ``RAY_SERVE_NPU_DISABLE=1`` to turn the plugin off; with an API key set as
-well, that is an error, since turning the plugin off would also turn the key off.
+Set ``RAY_SERVE_NPU_DISABLE=1`` to turn the plugin off: the hook then patches
+nothing and checks no Ray version, and only logs, once per process, that the npu
+kind is not available. With an API key set as well, that is an error, since
+turning the plugin off would also turn the key off.
 """
 
 from __future__ import annotations
@@ -248,13 +250,6 @@ def activate() -> None:
     error events, 404 naming the served models). Calling it again does nothing.
     """
     global _activated, _warned_disabled
-    if not _activated:
-        import ray
-
-        from ray_serve_npu.compat import check_ray_version, installed_vllm_version
-
-        # Fail with the fix, rather than deep inside Serve on an untested Ray.
-        check_ray_version(ray.__version__, installed_vllm_version())
     if disabled():
         refuse_disabling_the_api_key()
         if not _warned_disabled:
@@ -264,6 +259,13 @@ def activate() -> None:
             )
             _warned_disabled = True
         return
+    if not _activated:
+        import ray
+
+        from ray_serve_npu.compat import check_ray_version, installed_vllm_version
+
+        # Fail with the fix, rather than deep inside Serve on an untested Ray.
+        check_ray_version(ray.__version__, installed_vllm_version())
     from ray_serve_npu import accelerators
 
     if not _activated and accelerators.RAY_HAS_NPU_KIND:
@@ -346,8 +348,7 @@ def install() -> None:
         sys.meta_path.insert(0, NPUKindFinder())
 
 
-# The hook's one job, for the .pth line that imports it. With a key set, the
-# hook stays even when disabled: the first Ray Serve LLM module imported then
-# activates the plugin, which refuses the pair.
-if not disabled() or API_KEY_ENV_VAR in os.environ:
-    install()
+# The hook's one job, for the .pth line that imports it. Disabled, it stays: the
+# first Ray Serve LLM module imported then says the plugin is off, or, with a key
+# set, refuses the pair.
+install()

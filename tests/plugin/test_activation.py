@@ -102,8 +102,7 @@ def test_dict_form_works_in_a_process_that_never_activates_the_plugin(before: st
 def test_disabled_plugin_leaves_ray_refusing_the_npu_kind() -> None:
     result = _run_python(
         """
-        import ray_serve_npu
-        ray_serve_npu.activate()
+        import ray_serve_npu_autoload
         from ray.serve.llm import LLMConfig
         LLMConfig(model_loading_config={"model_id": "m"}, accelerator_config={"kind": "npu"})
         """,
