@@ -33,6 +33,7 @@ extensions = [
     "checker_rules",
     "upstream_links",
     "test_status",
+    "release_matrix",
 ]
 
 # _generated holds tables the extensions write for pages to include.
