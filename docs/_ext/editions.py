@@ -8,9 +8,11 @@ navbar shows the links through ``_templates/language-switcher.html``.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
@@ -22,6 +24,21 @@ EDITIONS: dict[str, tuple[str, str]] = {
     "en": ("English", ""),
     "zh_CN": ("中文", "zh_CN/"),
 }
+
+
+def edition_texts(texts: Mapping[str, dict[str, str]], language: str | None) -> dict[str, str]:
+    """Generated text in the build's edition; English where the site has no translation."""
+    return texts.get(language or "en", texts["en"])
+
+
+def inline_code(text: str) -> list[nodes.Node]:
+    """``text`` as docutils nodes, each part in backticks as inline code."""
+    parts = text.split("`")
+    return [
+        nodes.literal(part, part) if index % 2 else nodes.Text(part)
+        for index, part in enumerate(parts)
+        if part
+    ]
 
 
 def edition_links(language: str, target_uri: str, depth: int) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from docutils import nodes
+from editions import edition_texts, inline_code
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -70,23 +71,13 @@ TEXTS: dict[str, dict[str, str]] = {
 
 def texts(language: str | None) -> dict[str, str]:
     """The texts of the build's language; English where the site has no translation."""
-    return TEXTS.get(language or "en", TEXTS["en"])
-
-
-def _inline(text: str) -> list[nodes.Node]:
-    """``text`` as docutils nodes, each part in backticks as inline code."""
-    parts = text.split("`")
-    return [
-        nodes.literal(part, part) if index % 2 else nodes.Text(part)
-        for index, part in enumerate(parts)
-        if part
-    ]
+    return edition_texts(TEXTS, language)
 
 
 def _cell(*paragraphs: str) -> nodes.entry:
     entry = nodes.entry()
     for text in paragraphs:
-        entry += nodes.paragraph("", "", *_inline(text))
+        entry += nodes.paragraph("", "", *inline_code(text))
     return entry
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from editions import edition_texts, inline_code
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
@@ -118,23 +119,13 @@ TEXTS: dict[str, dict[str, str]] = {
 
 def texts(language: str | None) -> dict[str, str]:
     """The texts of the build's language; English where the site has no translation."""
-    return TEXTS.get(language or "en", TEXTS["en"])
-
-
-def _inline(text: str) -> list[nodes.Node]:
-    """``text`` as docutils nodes, each part in backticks as inline code."""
-    parts = text.split("`")
-    return [
-        nodes.literal(part, part) if index % 2 else nodes.Text(part)
-        for index, part in enumerate(parts)
-        if part
-    ]
+    return edition_texts(TEXTS, language)
 
 
 def _paragraph(*parts: nodes.Node | str) -> nodes.paragraph:
     paragraph = nodes.paragraph()
     for part in parts:
-        paragraph += _inline(part) if isinstance(part, str) else [part]
+        paragraph += inline_code(part) if isinstance(part, str) else [part]
     return paragraph
 
 
@@ -207,7 +198,7 @@ def page_note(status: PageStatus, words: dict[str, str], docname: str) -> nodes.
             sentences.append(words["docker"].format(n=docker) if docker else "")
             sentences.append(words["no_ascend_run"])
         for sentence in filter(None, sentences):
-            paragraph += _inline(words["space"] + sentence)
+            paragraph += inline_code(words["space"] + sentence)
         items += nodes.list_item("", paragraph)
     note += items
     note += _paragraph(words["every_page"], _ref(TABLE_LABEL, "ref", docname), words["end"])
