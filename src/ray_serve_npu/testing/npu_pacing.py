@@ -21,7 +21,10 @@ one request takes as long as one of 64), attention cost growing with context
 length, speculative decoding (MTP) and its acceptance rate, NPU memory and
 KV-cache capacity (the CPU engine's own limits apply), collective
 communication, data parallelism across engines (each engine is paced on its
-own), and prefill/decode interference beyond adding the two costs.
+own), prefill/decode interference beyond adding the two costs, and async
+scheduling (``vllm/platforms/cpu.py`` turns it off, so the engine's own work
+between steps adds to each step, where the baseline's ``--async-scheduling``
+overlaps it).
 
 Defaults: derived from vLLM-Ascend's CI baseline for DeepSeek-V4-Flash W8A8 on
 one A3 node, ``tests/e2e/nightly/single_node/models/configs/DeepSeek-V4-Flash-W8A8-A3.yaml``
