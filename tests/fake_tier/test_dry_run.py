@@ -1,18 +1,17 @@
-"""``ray-serve-npu dry-run``: the user-facing way into the fake-NPU tier."""
+"""``ray-serve-npu dry-run``: the user-facing way into the fake-NPU tier.
+
+Its run on the fake tier (serve the recipe, answer, say what changed, stop on
+Ctrl+C) is test_fake_npu_end_to_end.py, whose requests share that one run.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ray_serve_npu.cli import main
 from ray_serve_npu.testing.dry_run import command_for, fake_tier_changes
-
-RECIPES = Path(__file__).parents[2] / "recipes"
 
 
 @pytest.mark.parametrize(
@@ -50,20 +49,3 @@ def test_dry_run_reads_the_adapter_lines_from_plain_and_json_logs() -> None:
         "fake-npu tier: dropped engine_kwargs.quantization='ascend' (x)",
         "fake-npu tier: dropped vllm serve --port=1 (y)",
     ]
-
-
-@pytest.mark.fake_npu
-def test_fake_npu_dry_run_serves_the_recipe_and_cleans_up() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(RECIPES / "serve_npu.py")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "serves 'deepseek-v4-flash'" in result.stdout
-    assert '"object": "chat.completion"' in result.stdout
-    assert "stopped; nothing left running" in result.stdout
-    # Every setting the fake tier dropped is said on the command's own output.
-    assert "fake-npu tier: dropped engine_kwargs.quantization='ascend'" in result.stdout

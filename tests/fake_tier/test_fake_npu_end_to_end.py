@@ -1,42 +1,80 @@
 """End to end on the fake-NPU tier: real Ray, Ray Serve LLM, vLLM (CPU build) and HTTP;
 fake NPU resources and a tiny random model.
 
-The app is the site's own recipe, recipes/serve_npu.py, run as the page runs it, on a
+The app is the site's own recipe, recipes/serve_npu.py, served the way a reader
+dry-runs it: ``ray-serve-npu dry-run serve_npu.py --keep-serving`` starts a fake
 cluster under Ray's token authentication (test_fake_npu_token_auth.py checks that it
-refuses drivers without the token).
+refuses drivers without the token), runs the recipe as its page does and keeps it up;
+these tests send their requests to it, and the last one stops it with Ctrl+C, as a
+reader would. One cluster and one engine serve the whole module.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from openai import OpenAI
 
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.fake_tier import FakeNPUTier
-from ray_serve_npu.testing.processes import ProcessServer
+from ray_serve_npu.testing.processes import start_process_group, stop_process_group
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 MODEL_ID = "deepseek-v4-flash"
-PORT = 8000
+BASE_URL = "http://127.0.0.1:8000"
+#: What dry-run prints once the recipe answered its check request.
+SERVING = "fake-npu tier: serving until Ctrl+C"
+READY_TIMEOUT_S = 600
+STOP_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.fake_npu
 
 
+@dataclass
+class DryRun:
+    """The dry-run command, serving the recipe until it is interrupted."""
+
+    process: subprocess.Popen[bytes]
+    log_file: Path
+
+    def output(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+
 @pytest.fixture(scope="module")
-def server(tier: FakeNPUTier) -> Iterator[ProcessServer]:
-    with tier.serve("python serve_npu.py", cwd=RECIPES, port=PORT) as server:
-        yield server
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRun]:
+    log_file = tmp_path_factory.mktemp("dry-run") / "dry-run.log"
+    process = start_process_group(
+        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", "serve_npu.py", "--keep-serving"],
+        cwd=RECIPES,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        log_file=log_file,
+    )
+    run = DryRun(process, log_file)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while SERVING not in run.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"dry-run did not come up serving:\n{run.output()[-6000:]}")
+            time.sleep(2)
+        yield run
+    finally:
+        if process.poll() is None:
+            stop_process_group(process)
 
 
 @pytest.fixture
-def client(server: ProcessServer) -> OpenAI:
-    return OpenAI(base_url=f"{server.base_url}/v1", api_key="not-used")
+def client(dry_run: DryRun) -> OpenAI:
+    return OpenAI(base_url=f"{BASE_URL}/v1", api_key="not-used")
 
 
 def _curl(*args: str) -> str:
@@ -48,17 +86,17 @@ def _curl(*args: str) -> str:
     ).stdout
 
 
-def test_fake_npu_models_lists_the_served_model_id(server: ProcessServer) -> None:
-    models = json.loads(_curl(f"{server.base_url}/v1/models"))
+def test_fake_npu_models_lists_the_served_model_id(dry_run: DryRun) -> None:
+    models = json.loads(_curl(f"{BASE_URL}/v1/models"))
     assert models["object"] == "list"
     assert [model["id"] for model in models["data"]] == [MODEL_ID]
 
 
-def test_fake_npu_chat_completion_with_curl(server: ProcessServer) -> None:
+def test_fake_npu_chat_completion_with_curl(dry_run: DryRun) -> None:
     body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
     reply = json.loads(
         _curl(
-            f"{server.base_url}/v1/chat/completions",
+            f"{BASE_URL}/v1/chat/completions",
             "-H",
             "Content-Type: application/json",
             "-d",
@@ -74,7 +112,7 @@ def test_fake_npu_chat_completion_with_curl(server: ProcessServer) -> None:
     assert 0 < reply["usage"]["completion_tokens"] <= 8
 
 
-def test_fake_npu_chat_stream_with_curl_ends_with_done(server: ProcessServer) -> None:
+def test_fake_npu_chat_stream_with_curl_ends_with_done(dry_run: DryRun) -> None:
     body = {
         "model": MODEL_ID,
         "messages": [{"role": "user", "content": "Hi"}],
@@ -83,7 +121,7 @@ def test_fake_npu_chat_stream_with_curl_ends_with_done(server: ProcessServer) ->
     }
     stream = _curl(
         "-N",
-        f"{server.base_url}/v1/chat/completions",
+        f"{BASE_URL}/v1/chat/completions",
         "-H",
         "Content-Type: application/json",
         "-d",
@@ -119,27 +157,23 @@ def test_fake_npu_openai_client_completion(client: OpenAI) -> None:
     assert 0 < reply.usage.completion_tokens <= 8
 
 
-def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(
-    tier: FakeNPUTier, server: ProcessServer
-) -> None:
-    # Records written by the engine's Ray workers (ray_serve_npu.testing.vllm_plugins).
-    records = [json.loads(path.read_text()) for path in tier.device_record_dir.glob("*.json")]
-    workers = [record for record in records if record["ray_npu_ids"]]
-    assert workers, f"no engine worker held an NPU: {records}"
-    for record in workers:
-        assert record[VISIBLE_DEVICES_ENV_VAR] == ",".join(record["ray_npu_ids"])
+def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(dry_run: DryRun) -> None:
+    # dry-run prints, for each engine worker that holds NPUs, the ids Ray assigned
+    # and the visibility variable the worker saw.
+    pattern = rf"engine worker \d+ holds NPU ([\d,]+); {VISIBLE_DEVICES_ENV_VAR}=(\S+)"
+    workers = re.findall(pattern, dry_run.output())
+    assert workers, f"no engine worker held an NPU:\n{dry_run.output()[-4000:]}"
+    for assigned, visible in workers:
+        assert visible == assigned
 
 
-def test_fake_npu_recipe_fails_clearly_without_the_plugin(
-    tier: FakeNPUTier, server: ProcessServer
-) -> None:
+def test_fake_npu_recipe_fails_clearly_without_the_plugin() -> None:
     # The same recipe with the plugin switched off: Ray Serve LLM alone refuses
-    # the npu kind at once, with pydantic's message naming it. (Uses another port;
-    # it never gets to bind one.)
+    # the npu kind while the recipe builds its config, before it reaches a cluster.
     result = subprocess.run(
-        ["python", "serve_npu.py"],
+        [sys.executable, "serve_npu.py"],
         cwd=RECIPES,
-        env={**os.environ, **tier.env(), "RAY_SERVE_NPU_DISABLE": "1"},
+        env={**os.environ, "RAY_SERVE_NPU_DISABLE": "1", "RAY_AUTH_MODE": "disabled"},
         capture_output=True,
         text=True,
         timeout=300,
@@ -150,3 +184,17 @@ def test_fake_npu_recipe_fails_clearly_without_the_plugin(
         "Input tag 'npu' found using 'kind' does not match any of the expected tags"
         in result.stderr
     )
+
+
+def test_fake_npu_dry_run_says_what_it_changed_and_stops_cleanly_on_ctrl_c(
+    dry_run: DryRun,
+) -> None:
+    # Last in the module: it stops the server the tests above share.
+    dry_run.process.send_signal(signal.SIGINT)
+    assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
+    output = dry_run.output()
+    assert f"serves '{MODEL_ID}'" in output
+    assert '"object": "chat.completion"' in output
+    assert "fake-npu tier: stopped; nothing left running" in output
+    # Every setting the fake tier dropped is said on the command's own output.
+    assert "fake-npu tier: dropped engine_kwargs.quantization='ascend'" in output

@@ -19,7 +19,7 @@ import threading
 import urllib.request
 from pathlib import Path
 
-from ray_serve_npu.hardware import NODE_KINDS
+from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.testing.cluster import FakeNode
 
 
@@ -76,6 +76,24 @@ def fake_tier_changes(log: str) -> list[str]:
     return changes
 
 
+def engine_devices(record_dir: Path) -> list[str]:
+    """One line per engine worker that holds NPUs: the ids Ray assigned and what it saw.
+
+    The records are the fake tier's (``ray_serve_npu.testing.vllm_plugins``); on
+    NPUs, Ray sets the visibility variable to the ids it assigns.
+    """
+    lines = []
+    for path in sorted(record_dir.glob("*.json")):
+        record = json.loads(path.read_text())
+        if record["ray_npu_ids"]:
+            lines.append(
+                f"fake-npu tier: engine worker {record['pid']} holds NPU "
+                f"{','.join(record['ray_npu_ids'])}; "
+                f"{VISIBLE_DEVICES_ENV_VAR}={record[VISIBLE_DEVICES_ENV_VAR]}"
+            )
+    return lines
+
+
 def _served_model(base_url: str) -> str:
     with urllib.request.urlopen(f"{base_url}/v1/models", timeout=30) as response:
         return str(json.load(response)["data"][0]["id"])
@@ -123,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
                 reply = _chat(server.base_url, model)
                 print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; a chat request got:")
                 print(json.dumps(reply, indent=2)[:2000])
+                for line in engine_devices(tier.device_record_dir):
+                    print(line)
                 if args.keep_serving:
-                    print("fake-npu tier: serving until Ctrl+C")
+                    print("fake-npu tier: serving until Ctrl+C", flush=True)
                     with contextlib.suppress(KeyboardInterrupt):
                         threading.Event().wait()
     print("fake-npu tier: stopped; nothing left running")
