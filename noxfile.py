@@ -57,7 +57,10 @@ TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 @nox.parametrize("ray", list(RAY_STACKS))
 def tests(session: nox.Session, ray: str) -> None:
     """Run the test suite at one tested point of the supported Ray range."""
-    session.install(*RAY_STACKS[ray])
+    # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
+    # install; the tests import a fraction of it, compiled on first import. Beside it,
+    # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
+    session.install("--no-compile", *RAY_STACKS[ray])
     # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
     # break `import vllm` beside torch's CPU build; the engine needs neither.
     session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
