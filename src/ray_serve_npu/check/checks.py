@@ -14,11 +14,11 @@ from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
+from ray_serve_npu.releases import DEFAULT_RELEASE, RELEASES, parse_image
 from ray_serve_npu.vllm_cli import engine_flag
 
 Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
 _MISSING = object()
-_IMAGE_SUFFIXES = ("-openeuler", "-a3", "-310p")
 
 
 def _finding(
@@ -65,22 +65,14 @@ def lookup(dep: Deployment, path: str) -> Any:
 
 def image_release(image: str) -> str | None:
     """The vLLM-Ascend release an image tag names, or None for other images."""
-    repository, _, tag = image.rpartition(":")
-    if not repository.endswith(hardware.IMAGE_REPOSITORY.split("/", 1)[1]) or not tag:
-        return None
-    for suffix in _IMAGE_SUFFIXES:
-        tag = tag.replace(suffix, "")
-    return tag
+    ref = parse_image(image)
+    return ref.tag if ref else None
 
 
 def image_node_kind(image: str) -> hardware.NodeKind | None:
-    if image_release(image) is None or "-310p" in image:
-        return None
-    tag = image.rpartition(":")[2]
-    for kind in hardware.NODE_KINDS.values():
-        if kind.image_tag_suffix and kind.image_tag_suffix in tag:
-            return kind
-    return next(k for k in hardware.NODE_KINDS.values() if not k.image_tag_suffix)
+    """The node kind a vLLM-Ascend image is built for; None for others and unknown suffixes."""
+    ref = parse_image(image)
+    return hardware.NODE_KINDS.get(ref.node_kind) if ref and ref.node_kind else None
 
 
 def soc_node_kind(soc: str) -> hardware.NodeKind | None:
@@ -413,10 +405,12 @@ def check_jemalloc_path(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     findings = []
     for dep in parsed.deployments:
         preload = dep.env.get("LD_PRELOAD")
-        if not dep.image or not preload or image_release(str(dep.image.value)) is None:
+        ref = parse_image(str(dep.image.value)) if dep.image else None
+        # An image whose suffix no release publishes: its jemalloc path is unknown.
+        if not preload or ref is None or ref.os is None:
             continue
-        family = "openeuler" if "-openeuler" in str(dep.image.value) else "ubuntu"
-        expected = hardware.JEMALLOC_PATHS[family]
+        family = ref.os
+        expected = RELEASES.get(ref.tag, DEFAULT_RELEASE).jemalloc_paths[family]
         for entry in re.split(r"[\s:]+", str(preload.value)):
             if "libjemalloc" in entry and entry != expected:
                 findings.append(

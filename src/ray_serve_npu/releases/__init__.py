@@ -13,6 +13,8 @@ is the one reader of those files; it imports no Ray.
 
 from __future__ import annotations
 
+from ray_serve_npu.releases.images import ImageRef
+from ray_serve_npu.releases.images import parse_image as _parse_image
 from ray_serve_npu.releases.loader import DATA_DIR, load_release_file, release, releases
 from ray_serve_npu.releases.model import (
     OPERATING_SYSTEMS,
@@ -38,6 +40,7 @@ __all__ = [
     "OPERATING_SYSTEMS",
     "RELEASES",
     "BadReleaseDataError",
+    "ImageRef",
     "ImageTags",
     "Jemalloc",
     "NoPairingError",
@@ -47,6 +50,7 @@ __all__ = [
     "TutorialRun",
     "check_pairing",
     "load_release_file",
+    "parse_image",
     "release",
 ]
 
@@ -58,3 +62,12 @@ def check_pairing(tag: str, ray_version: str) -> None:
     and any patch release of its series pairs too.
     """
     release(tag).check_ray(ray_version)
+
+
+def parse_image(image: str) -> ImageRef | None:
+    """The release, node kind and OS a vLLM-Ascend image reference names (None: not one).
+
+    >>> parse_image("quay.io/ascend/vllm-ascend:v0.22.1rc1-a3-openeuler")
+    ImageRef(tag='v0.22.1rc1', node_kind='A3', os='openeuler')
+    """
+    return _parse_image(image, RELEASES)
