@@ -161,6 +161,9 @@ def record_visible_devices() -> None:
         "pid": os.getpid(),
         "node_id": context.get_node_id(),
         "ray_npu_ids": context.get_accelerator_ids().get(NPU_RESOURCE, []),
+        # None in a task (Ray Serve LLM's engine-config task holds a token
+        # fraction of an NPU); engine workers are actors.
+        "actor_id": context.get_actor_id(),
         VISIBLE_DEVICES_ENV_VAR: os.environ.get(VISIBLE_DEVICES_ENV_VAR),
     }
     path = Path(record_dir)
