@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
 from pydantic import (
@@ -20,6 +20,18 @@ OPERATING_SYSTEMS: tuple[str, ...] = ("ubuntu", "openeuler")
 
 #: The node kinds every supported release must publish images and tutorial runs for.
 REQUIRED_NODE_KINDS: tuple[str, ...] = ("A2", "A3")
+
+
+_Entry = TypeVar("_Entry")
+
+
+def _for_every_required_kind(by_kind: dict[str, _Entry], what: str) -> dict[str, _Entry]:
+    """``by_kind`` unchanged if it has an entry per required node kind; else the named error."""
+    missing = [kind for kind in REQUIRED_NODE_KINDS if kind not in by_kind]
+    if missing:
+        raise ValueError(f"no {what} for node kind {', '.join(missing)}; add it")
+    return by_kind
+
 
 _SOURCE = re.compile(r"^[\w./-]+(:\d+(-\d+)?)?( \(.+\))?$")
 
@@ -114,10 +126,7 @@ class Images(_Strict):
     @field_validator("tags")
     @classmethod
     def _required_kinds(cls, tags: dict[str, ImageTags]) -> dict[str, ImageTags]:
-        missing = [kind for kind in REQUIRED_NODE_KINDS if kind not in tags]
-        if missing:
-            raise ValueError(f"no image tags for node kind {', '.join(missing)}; add them")
-        return tags
+        return _for_every_required_kind(tags, "image tags")
 
 
 class Jemalloc(_Strict):
@@ -192,10 +201,7 @@ class Tutorial(_Strict):
     @field_validator("runs")
     @classmethod
     def _required_kinds(cls, runs: dict[str, TutorialRun]) -> dict[str, TutorialRun]:
-        missing = [kind for kind in REQUIRED_NODE_KINDS if kind not in runs]
-        if missing:
-            raise ValueError(f"no tutorial run for node kind {', '.join(missing)}; add it")
-        return runs
+        return _for_every_required_kind(runs, "tutorial run")
 
 
 class Measurement(_Strict):
