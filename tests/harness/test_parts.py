@@ -12,6 +12,7 @@ from ray_serve_npu.testing.harness.markers import MarkerKind, parse_marker
 from ray_serve_npu.testing.harness.output import compare_output
 from ray_serve_npu.testing.harness.problems import Location, PageProblem
 from ray_serve_npu.testing.harness.server_config import server_config
+from ray_serve_npu.testing.harness.static_checks import check_dockerfile
 
 PAGE = Path("docs/page.md")
 HERE = Location(PAGE, 3)
@@ -115,3 +116,21 @@ def test_server_config_from_a_serve_yaml_and_a_compose_file(tmp_path: Path) -> N
     blocks = [item.block for item in read_page(pages, PAGE, tmp_path)]
     configs = [server_config(block, tmp_path) for block in blocks if block is not None]
     assert [(set(c.model_ids), c.port) for c in configs] == [({"m1"}, 8100), ({"m2"}, 8200)]
+
+
+def test_a_dockerfile_heredoc_may_open_on_a_continuation_line(tmp_path: Path) -> None:
+    text = (
+        "```dockerfile\n"
+        "FROM base\n"
+        "RUN pip install tool \\\n"
+        "    && python3 - <<'PY'\n"
+        "import os\n"
+        "print(os.sep)\n"
+        "PY\n"
+        "BOGUS after\n"
+        "```\n"
+    )
+    (block,) = [item.block for item in read_page(text, PAGE, tmp_path) if item.block]
+    # The heredoc's Python is not read as instructions; what follows it is.
+    with pytest.raises(PageProblem, match="unknown Dockerfile instruction BOGUS"):
+        check_dockerfile(block)

@@ -118,16 +118,17 @@ def check_dockerfile(block: Block) -> None:
             heredoc_end = None if stripped == heredoc_end else heredoc_end
             continue
         starts_instruction = not continued and stripped and not stripped.startswith("#")
+        in_instruction = starts_instruction or (continued and not stripped.startswith("#"))
         continued = stripped.endswith("\\") or (continued and stripped.startswith("#"))
-        if not starts_instruction:
-            continue
-        instruction = stripped.split()[0].upper()
-        if instruction not in DOCKERFILE_INSTRUCTIONS:
-            raise block.problem(
-                number, f"unknown Dockerfile instruction {instruction}", "fix the instruction"
-            )
-        heredoc = _HEREDOC.search(stripped)
-        heredoc_end = heredoc[1] if heredoc else None
+        if starts_instruction:
+            instruction = stripped.split()[0].upper()
+            if instruction not in DOCKERFILE_INSTRUCTIONS:
+                raise block.problem(
+                    number, f"unknown Dockerfile instruction {instruction}", "fix the instruction"
+                )
+        # A heredoc may open on any line of an instruction, its continuation lines too.
+        if in_instruction and (heredoc := _HEREDOC.search(stripped)):
+            heredoc_end = heredoc[1]
 
 
 #: The static check of each language; OTHER (text, ...) has none.
