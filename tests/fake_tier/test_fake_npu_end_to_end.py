@@ -32,7 +32,7 @@ RECIPES = Path(__file__).parents[2] / "recipes"
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"
 #: What dry-run prints once the recipe answered its check request.
-SERVING = "fake-npu tier: serving until Ctrl+C"
+SERVING = "fake-npu tier: serving until Ctrl+C or SIGTERM"
 READY_TIMEOUT_S = 600
 STOP_TIMEOUT_S = 180
 

@@ -10,9 +10,9 @@ Fake: the NPUs and the model.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shlex
+import signal
 import sys
 import tempfile
 import threading
@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--keep-serving",
         action="store_true",
-        help="after the check request, keep serving until Ctrl+C",
+        help="after the check request, keep serving until Ctrl+C or SIGTERM",
     )
     return parser
 
@@ -110,6 +110,20 @@ def _chat(base_url: str, model: str) -> dict[str, object]:
         return dict(json.load(response))
 
 
+def _wait_for_stop() -> None:
+    """Block until SIGINT (Ctrl+C) or SIGTERM, then return so that the tier stops cleanly.
+
+    Handlers are set explicitly: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and SIGTERM would otherwise
+    end the process without stopping its fake cluster.
+    """
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     recipe = Path(args.recipe).resolve()
@@ -144,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 for line in engine_devices(tier.device_record_dir):
                     print(line)
                 if args.keep_serving:
-                    print("fake-npu tier: serving until Ctrl+C", flush=True)
-                    with contextlib.suppress(KeyboardInterrupt):
-                        threading.Event().wait()
+                    print("fake-npu tier: serving until Ctrl+C or SIGTERM", flush=True)
+                    _wait_for_stop()
     print("fake-npu tier: stopped; nothing left running")
     return 0
