@@ -34,6 +34,7 @@ extensions = [
     "upstream_links",
     "test_status",
     "release_matrix",
+    "node_kinds",
 ]
 
 # _generated holds tables the extensions write for pages to include.
