@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from checker_data import ROOT
 from ray_serve_npu.check import run_rules
 from ray_serve_npu.check.checks import CHECKS
 from ray_serve_npu.check.model import ParsedFile
-from ray_serve_npu.check.rules import available_releases, load_rules
+from ray_serve_npu.check.rules import RULES_DIR, available_releases, load_rules
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 import checker_rules  # noqa: E402
@@ -63,3 +64,60 @@ def test_sphinx_hook_writes_every_release_table_for_the_checks_page(tmp_path: Pa
     written = (tmp_path / "_generated" / "checker-rules.md").read_text()
     for release in available_releases():
         assert f"### vLLM-Ascend {release}\n\n{checker_rules.render_rules(release)}" in written
+
+
+def test_every_release_has_every_rule() -> None:
+    """A rule is re-traced at every release, or marked there as not applying: none is
+    left out of a release's file (the seed release's order is kept)."""
+    seed = [r.id for r in load_rules("v0.22.1rc1").rules]
+    for release in available_releases():
+        assert [r.id for r in load_rules(release).rules] == seed, release
+
+
+@pytest.mark.parametrize("release", available_releases())
+def test_tutorial_limits_are_the_release_datas_runs(release: str) -> None:
+    """The context limits per node kind are the tutorial's runs that the release data
+    transcribed from the same tag (ray_serve_npu.releases)."""
+    from ray_serve_npu.releases import RELEASES
+
+    (model,) = load_rules(release).rule("max-model-len-beyond-documented").params["models"]
+    runs = RELEASES[release].deepseek_v4_flash.runs
+    assert model["tutorial_max_per_node_kind"] == {
+        kind: int(run.args["max-model-len"]) for kind, run in runs.items()
+    }
+
+
+#: A clone of vllm-project/vllm-ascend with the release tags, e.g. the one
+#: `python tools/upstream_paths.py vllm-ascend --git-dir` reads.
+_GIT_DIR = os.environ.get("RAY_SERVE_NPU_VLLM_ASCEND_GIT")
+
+
+@pytest.mark.skipif(
+    not _GIT_DIR, reason="set RAY_SERVE_NPU_VLLM_ASCEND_GIT to a clone of vllm-ascend"
+)
+@pytest.mark.parametrize("release", available_releases())
+def test_additional_config_keys_are_what_the_tag_reads(release: str) -> None:
+    """known_keys and known_sub_keys are tools/additional_config_keys.py's output at the
+    release's tag: every key the source reads, with its line, and no other."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import additional_config_keys
+
+    assert additional_config_keys.differences(Path(str(_GIT_DIR)), release) == []
+
+
+def test_an_unverified_source_must_say_why(tmp_path: Path) -> None:
+    text = (RULES_DIR / "v0.22.1rc1.yaml").read_text()
+    note = "      note: Same parser as vllm-unknown-flag.\n"
+    assert note in text
+    (tmp_path / "v0.22.1rc1.yaml").write_text(text.replace(note, ""))
+    with pytest.raises(ValueError, match="verified_at_tag is false and note is empty"):
+        load_rules("v0.22.1rc1", tmp_path)
+
+
+def test_a_source_verified_at_another_tag_is_refused(tmp_path: Path) -> None:
+    text = (RULES_DIR / "v0.23.0.yaml").read_text()
+    ref = "      ref: v0.23.0\n      file: vllm_ascend/utils.py\n"
+    assert ref in text
+    (tmp_path / "v0.23.0.yaml").write_text(text.replace(ref, ref.replace("v0.23.0", "main")))
+    with pytest.raises(ValueError, match="'dsa-cp-requires-flashcomm1': source.ref is 'main'"):
+        load_rules("v0.23.0", tmp_path)

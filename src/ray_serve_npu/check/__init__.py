@@ -158,29 +158,42 @@ def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
     return parsed
 
 
-def _release_for(parsed: ParsedFile, fallback: str) -> tuple[str, list[Finding]]:
-    """The release the file's images name, if one has a rule file; else ``fallback``."""
+def _release_for(parsed: ParsedFile, fallback: str) -> str:
+    """The release the file's vLLM-Ascend images name, else ``fallback``.
+
+    Raises ``InputError`` at the image's line when an image names a release the checker
+    has no rules for, or when two images name different releases: judged by other rules,
+    the file's findings would be wrong.
+    """
     known = available_releases()
+    named: dict[str, int] = {}
     for dep in parsed.deployments:
-        if dep.image and (release := image_release(str(dep.image.value))):
-            if release in known:
-                return release, []
-            return fallback, [
-                Finding(
-                    file=parsed.path,
-                    line=dep.image.line,
-                    severity=Severity.WARNING,
-                    rule_id="release-without-rules",
-                    message=f"no rule file for vLLM-Ascend {release}; checked against {fallback}",
-                    fix=f"add src/ray_serve_npu/check/rules/{release}.yaml, or pass --release",
-                )
-            ]
-    return fallback, []
+        if not dep.image or not (release := image_release(str(dep.image.value))):
+            continue
+        if release not in known:
+            raise InputError(
+                f"image {dep.image.value} names vLLM-Ascend {release}, which the checker has "
+                f"no rules for; it has rules for {', '.join(known)}",
+                "use an image of one of those releases, or pass --release RELEASE to judge "
+                "the file by that release's rules",
+                dep.image.line,
+            )
+        named.setdefault(release, dep.image.line)
+    if len(named) > 1:
+        lines = ", ".join(f"{release} (line {line})" for release, line in named.items())
+        raise InputError(
+            f"the images name more than one vLLM-Ascend release: {lines}",
+            "use images of one release, or pass --release RELEASE to choose the rules",
+            max(named.values()),
+        )
+    return next(iter(named), fallback)
 
 
 def run_rules(parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules.rules:
+        if not rule.applies:
+            continue
         if rule.check not in CHECKS:
             raise ValueError(
                 f"rules {rules.release}: rule {rule.id!r} has check: {rule.check!r}, which is not "
@@ -195,11 +208,12 @@ def check_file(
 ) -> list[Finding]:
     """Findings for one file; ``release`` forces the rule file, else the image tag chooses."""
     parsed = parse_file(path, execute_recipes)
-    if release is not None:
-        chosen, notes = release, []
-    else:
-        chosen, notes = _release_for(parsed, default_release())
-    findings = notes + run_rules(parsed, load_rules(chosen))
+    try:
+        chosen = release or _release_for(parsed, default_release())
+    except InputError as error:
+        error.file = str(path)
+        raise
+    findings = run_rules(parsed, load_rules(chosen))
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule_id))
 
 

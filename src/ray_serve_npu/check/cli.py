@@ -26,8 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--release",
         default=None,
-        help="rule file to use (default: the release the image tag names, "
-        "else the newest rule file)",
+        help="the vLLM-Ascend release whose rules judge every file (default: the release "
+        "a file's vLLM-Ascend image names, else the release the recipes pin)",
     )
     parser.add_argument(
         "--execute-recipes",
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     from ray_serve_npu.check import check_paths
     from ray_serve_npu.check.recipe import PROBE_ENV
-    from ray_serve_npu.check.rules import load_rules
+    from ray_serve_npu.check.rules import available_releases, load_rules
     from ray_serve_npu.check.vllm_args import vllm_version
 
     # A link to nothing or a loop exists: check_paths reports its stat error.
@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(PROBE_ENV)} of your environment. Use it only on recipes you trust.",
             file=sys.stderr,
         )
+    if args.release is not None and args.release not in available_releases():
+        print(
+            f"ray-serve-npu check: --release: the checker has no rules for vLLM-Ascend "
+            f"{args.release!r}; pass one of {', '.join(available_releases())}",
+            file=sys.stderr,
+        )
+        return 2
     try:
         if args.release:
             load_rules(args.release)

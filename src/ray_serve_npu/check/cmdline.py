@@ -1,8 +1,11 @@
-"""Shell command lines: ``vllm serve`` invocations, ``export`` lines and ``docker run``."""
+"""Shell command lines: ``vllm serve`` invocations, ``export`` lines and ``docker run``;
+in a Dockerfile also ``FROM`` (the image, with ``ARG`` defaults substituted) and ``ENV``."""
 
 from __future__ import annotations
 
+import re
 import shlex
+from pathlib import PurePath
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.mounts import docker_mount, short_syntax
@@ -117,11 +120,60 @@ def device_index(mapping: str) -> int | None:
     return int(suffix) if suffix != host and suffix.isdigit() else None
 
 
+def is_dockerfile(path: str) -> bool:
+    """``Dockerfile``, ``Dockerfile.a3`` or ``a3.Dockerfile``, as Docker names them."""
+    name = PurePath(path).name.lower()
+    return name.startswith("dockerfile") or name.endswith(".dockerfile")
+
+
+_ARG_REFERENCE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def _dockerfile_line(
+    words: list[str], tokens: list[Setting], state: dict[str, str]
+) -> Setting | None:
+    """Read one Dockerfile instruction into ``state`` (ARG defaults and ENV, by name);
+    return the image of a ``FROM``, with the ARG defaults before it substituted."""
+    # Upper case only, as Dockerfiles write instructions: a heredoc's Python
+    # (`from x import y`) is not one.
+    instruction = words[0]
+    if instruction == "ARG":
+        for word in words[1:]:
+            name, eq, default = word.partition("=")
+            if eq:
+                state.setdefault(f"arg:{name}", default)
+    elif instruction == "FROM":
+        index = next((i for i, w in enumerate(words[1:], 1) if not w.startswith("--")), None)
+        if index is not None:
+            image = _ARG_REFERENCE.sub(
+                lambda m: state.get(f"arg:{m[1] or m[2]}", m[0]), words[index]
+            )
+            return Setting(value=image, line=tokens[index].line)
+    return None
+
+
+def _dockerfile_env(words: list[str], tokens: list[Setting]) -> dict[str, Setting]:
+    """``ENV A=1 B=2`` or the legacy ``ENV A 1``."""
+    if len(words) == 3 and "=" not in words[1]:
+        return {words[1]: Setting(value=words[2], line=tokens[1].line)}
+    return {
+        pair[0]: Setting(value=pair[1], line=token.line)
+        for token in tokens[1:]
+        if (pair := split_env(str(token.value)))
+    }
+
+
 def parse_commands(path: str, text: str, first_line: int = 1) -> list[Deployment]:
-    """One deployment per ``vllm serve``; ``export`` lines before it set its environment."""
+    """One deployment per ``vllm serve``; ``export`` lines before it set its environment.
+
+    In a Dockerfile (by its name), the last ``FROM`` names the image and ``ENV`` sets the
+    environment as ``export`` does; instructions are read in upper case only.
+    """
     deployments: list[Deployment] = []
     env: dict[str, Setting] = {}
     pending = Deployment(file=path, line=first_line)
+    dockerfile = is_dockerfile(path)
+    arguments: dict[str, str] = {}
     for tokens, line in logical_lines(text, first_line):
         words = [str(t.value) for t in tokens]
         if words and words[0] == "export":
@@ -129,6 +181,13 @@ def parse_commands(path: str, text: str, first_line: int = 1) -> list[Deployment
                 if pair := split_env(str(token.value)):
                     env[pair[0]] = Setting(value=pair[1], line=token.line)
             continue
+        if dockerfile and words:
+            if words[0] == "ENV":
+                env.update(_dockerfile_env(words, tokens))
+                continue
+            if image := _dockerfile_line(words, tokens, arguments):
+                pending.image = image
+                continue
         _docker_run(tokens, pending)
         argv = serve_argv(tokens)
         if argv is None:
@@ -144,6 +203,9 @@ def parse_commands(path: str, text: str, first_line: int = 1) -> list[Deployment
         apply_serve_argv(argv, pending)
         deployments.append(pending)
         pending = Deployment(file=path, line=first_line)
+    if dockerfile:
+        # The image's ENV is the environment of whatever the container runs.
+        pending.env = {**env, **pending.env}
     if pending.image or pending.privileged or pending.env:
         # A docker run without a vllm serve still deploys a container worth checking.
         deployments.append(pending)

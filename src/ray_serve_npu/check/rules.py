@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ray_serve_npu.check.findings import Severity
 
 RULES_DIR = Path(__file__).parent / "rules"
+#: The repository whose tags the rule files are named after.
+RELEASE_REPO = "vllm-project/vllm-ascend"
 
 
 class Source(BaseModel):
@@ -25,7 +27,17 @@ class Source(BaseModel):
     lines: str | None = None
     # True where the file and lines were traced at ``ref`` itself.
     verified_at_tag: bool
+    # Where ``verified_at_tag`` is false, why, and what was read instead.
     note: str = ""
+
+    @model_validator(mode="after")
+    def _reason_for_unverified(self) -> Source:
+        if not self.verified_at_tag and not self.note.strip():
+            raise ValueError(
+                f"source {self.cite()}: verified_at_tag is false and note is empty; "
+                "say in note why the source could not be read at its tag"
+            )
+        return self
 
     def cite(self) -> str:
         where = f"{self.file}:{self.lines}" if self.lines else self.file
@@ -43,6 +55,13 @@ class Rule(BaseModel):
     fix: str
     params: dict[str, Any] = Field(default_factory=dict)
     source: Source
+    # Why the rule does not apply to this release (the source shows the release behaves
+    # otherwise); such a rule is kept, for the record, and never fires.
+    not_applicable: str | None = None
+
+    @property
+    def applies(self) -> bool:
+        return self.not_applicable is None
 
 
 class RuleSet(BaseModel):
@@ -52,6 +71,22 @@ class RuleSet(BaseModel):
     vllm_version: str
     image_repository: str
     rules: list[Rule]
+
+    @model_validator(mode="after")
+    def _traced_at_this_release(self) -> RuleSet:
+        for rule in self.rules:
+            source = rule.source
+            if (
+                source.repo == RELEASE_REPO
+                and source.verified_at_tag
+                and source.ref != self.release
+            ):
+                raise ValueError(
+                    f"rule {rule.id!r}: source.ref is {source.ref!r} with verified_at_tag true, "
+                    f"but these are the rules of {self.release}; trace the source at "
+                    f"{self.release}, or set verified_at_tag false and say why in note"
+                )
+        return self
 
     def rule(self, rule_id: str) -> Rule:
         for rule in self.rules:
@@ -70,17 +105,21 @@ def load_rules(release: str, rules_dir: Path = RULES_DIR) -> RuleSet:
     if not path.is_file():
         known = ", ".join(available_releases(rules_dir)) or "none"
         raise FileNotFoundError(
-            f"release: no rule file for vLLM-Ascend {release!r} in {rules_dir} "
-            f"(known: {known}); add {path.name} to check that release"
+            f"release: no rule file for vLLM-Ascend {release!r} in {rules_dir}; "
+            f"the checker has rules for {known}. Add {path.name} to check that release"
         )
-    ruleset = RuleSet.model_validate(yaml.safe_load(path.read_text()))
+    try:
+        ruleset = RuleSet.model_validate(yaml.safe_load(path.read_text()))
+    except ValidationError as error:
+        raise ValueError(f"{path}: the rule file does not fit the rule model: {error}") from None
     if ruleset.release != release:
         raise ValueError(f"{path}: release is {ruleset.release!r}; it must match the file name")
     return ruleset
 
 
-def default_release(rules_dir: Path = RULES_DIR) -> str:
-    """The newest release with a rule file: what an input that names none is checked against."""
-    from packaging.version import Version
+def default_release() -> str:
+    """The release an input that names none is checked against: the one the recipes and
+    pages pin (``ray_serve_npu.releases.DEFAULT_RELEASE``)."""
+    from ray_serve_npu.releases import DEFAULT_RELEASE
 
-    return max(available_releases(rules_dir), key=lambda r: Version(r.lstrip("v")))
+    return DEFAULT_RELEASE.tag

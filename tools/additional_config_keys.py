@@ -1,0 +1,203 @@
+"""List the ``additional_config`` keys a vLLM-Ascend tag reads, for the checker's rules.
+
+The rule ``additional-config-unknown-key`` (``src/ray_serve_npu/check/rules/<tag>.yaml``)
+holds ``known_keys`` (each key with the file and line at the tag that reads it) and
+``known_sub_keys`` (what ``AscendCompilationConfig`` takes). Both are facts of the
+source at the tag, so this script reads them from a clone, with Python's ``ast``,
+and never from memory:
+
+- a top-level key is read where the source writes ``additional_config.get("key")``,
+  ``additional_config["key"]``, ``"key" in additional_config`` or
+  ``_get_config_value(additional_config, "key", ...)``, with ``additional_config``
+  a name or an attribute of that name, anywhere under ``vllm_ascend/``; the line
+  cited is the first in ``vllm_ascend/ascend_config.py``, else the first in the
+  file that sorts first;
+- ``ascend_compilation_config`` takes the keyword parameters of
+  ``AscendCompilationConfig.__init__`` and the ``kwargs.get("key")`` it reads;
+- from v0.25.1rc1, ``scheduler_config`` takes the keys that
+  ``_get_config_value(scheduler_config, additional_config, "key", ...)`` reads.
+
+Print the two lists as YAML, ready for the rules file, or compare them with it:
+
+    python tools/additional_config_keys.py --git-dir /path/to/vllm-ascend.git v0.23.0
+    python tools/additional_config_keys.py --git-dir /path/to/vllm-ascend.git v0.23.0 --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "vllm_ascend/"
+CONFIG_FILE = "vllm_ascend/ascend_config.py"
+RULE_ID = "additional-config-unknown-key"
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"git --git-dir {git_dir} {' '.join(args)} failed: {done.stderr.strip()}. "
+            "Give a clone of vllm-project/vllm-ascend that has the tag."
+        )
+    return done.stdout
+
+
+def _is_config(node: ast.expr) -> bool:
+    """``additional_config`` itself, or an attribute of that name (``cfg.additional_config``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "additional_config"
+    return isinstance(node, ast.Attribute) and node.attr == "additional_config"
+
+
+def _text(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def reads(tree: ast.AST) -> list[tuple[str, int]]:
+    """(key, line) of every top-level ``additional_config`` read in one module."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        key: str | None = None
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "get" and _is_config(func.value):
+                key = _text(node.args[0]) if node.args else None
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == "_get_config_value" and any(_is_config(a) for a in node.args[:2]):
+                # AscendConfig's (additional_config, "key", ...) or, from v0.25.1rc1,
+                # SchedulerConfig's (scheduler_config, additional_config, "key", ...).
+                key = next((k for a in node.args if (k := _text(a)) is not None), None)
+        elif isinstance(node, ast.Subscript) and _is_config(node.value):
+            key = _text(node.slice)  # type: ignore[arg-type]
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            if isinstance(node.ops[0], ast.In) and _is_config(node.comparators[0]):
+                key = _text(node.left)
+        if key is not None:
+            found.append((key, node.lineno))
+    return found
+
+
+def nested_sub_keys(tree: ast.AST) -> dict[str, list[str]]:
+    """Keys read from a nested mapping before the top level, from v0.25.1rc1:
+    ``_get_config_value(scheduler_config, additional_config, "key", ...)`` reads
+    ``additional_config["scheduler_config"]["key"]``, else the deprecated top-level key."""
+    nested: dict[str, list[tuple[int, str]]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and len(node.args) >= 3):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        parent, config, key = node.args[0], node.args[1], _text(node.args[2])
+        if name == "_get_config_value" and isinstance(parent, ast.Name) and _is_config(config):
+            if key is not None and not _is_config(parent):
+                nested.setdefault(parent.id, []).append((node.lineno, key))
+    return {parent: [key for _, key in sorted(keys)] for parent, keys in nested.items()}
+
+
+def compilation_sub_keys(tree: ast.AST) -> list[str]:
+    """What ``AscendCompilationConfig.__init__`` takes: its keyword parameters, then the
+    ``kwargs.get("key")`` it reads, in source order."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "AscendCompilationConfig":
+            init = next(
+                item
+                for item in node.body
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+            )
+            keys = [a.arg for a in init.args.args[1:] + init.args.kwonlyargs]
+            kwargs = init.args.kwarg.arg if init.args.kwarg else None
+            extra = [
+                (call.lineno, key)
+                for call in ast.walk(init)
+                if isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "get"
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == kwargs
+                and (key := _text(call.args[0]) if call.args else None)
+            ]
+            return keys + [key for _, key in sorted(extra) if key not in keys]
+    raise SystemExit(f"{CONFIG_FILE} has no class AscendCompilationConfig at this tag")
+
+
+def known_keys(git_dir: Path, tag: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``known_keys`` and ``known_sub_keys`` at ``tag``, as the rules file holds them."""
+    paths = sorted(
+        p
+        for p in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "--", PACKAGE).splitlines()
+        if p.endswith(".py")
+    )
+    # ascend_config.py first: it is where AscendConfig reads the keys.
+    paths.sort(key=lambda p: p != CONFIG_FILE)
+    cited: dict[str, str] = {}
+    sub_keys: dict[str, list[str]] = {}
+    for path in paths:
+        tree = ast.parse(_git(git_dir, "show", f"{tag}:{path}"), filename=path)
+        for key, line in sorted(reads(tree), key=lambda item: item[1]):
+            cited.setdefault(key, f"{path}:{line}")
+        if path == CONFIG_FILE:
+            sub_keys = {"ascend_compilation_config": compilation_sub_keys(tree)}
+            sub_keys.update(nested_sub_keys(tree))
+    return cited, sub_keys
+
+
+def rule_params(tag: str) -> dict[str, object]:
+    """The rule's parameters in the rules file of ``tag``."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from ray_serve_npu.check.rules import load_rules
+
+    return load_rules(tag).rule(RULE_ID).params
+
+
+def differences(git_dir: Path, tag: str) -> list[str]:
+    """What the rules file of ``tag`` says that the source at ``tag`` doesn't, and the reverse."""
+    keys, sub_keys = known_keys(git_dir, tag)
+    params = rule_params(tag)
+    problems = []
+    held: dict[str, str] = dict(params["known_keys"])  # type: ignore[arg-type]
+    for key in sorted(keys.keys() | held.keys()):
+        if held.get(key) != keys.get(key):
+            problems.append(
+                f"known_keys.{key}: the rules file has {held.get(key)}, the source {keys.get(key)}"
+            )
+    if params["known_sub_keys"] != sub_keys:
+        problems.append(
+            f"known_sub_keys: the rules file has {params['known_sub_keys']}, the source {sub_keys}"
+        )
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tag", help="a vLLM-Ascend tag, e.g. v0.23.0")
+    parser.add_argument("--git-dir", type=Path, required=True, help="a clone of vllm-ascend")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the tag's rules file instead"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = differences(args.git_dir, args.tag)
+        for problem in problems:
+            print(problem)
+        return 1 if problems else 0
+    keys, sub_keys = known_keys(args.git_dir, args.tag)
+    print("known_keys:")
+    for key, where in keys.items():
+        print(f"  {key}: {where}")
+    print("known_sub_keys:")
+    for parent, subs in sub_keys.items():
+        print(f"  {parent}:")
+        for sub in subs:
+            print(f"    - {sub}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
