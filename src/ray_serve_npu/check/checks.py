@@ -90,11 +90,17 @@ def soc_node_kind(soc: str) -> hardware.NodeKind | None:
 
 
 def node_kind(dep: Deployment) -> hardware.NodeKind | None:
-    if dep.accelerator_type and (kind := soc_node_kind(str(dep.accelerator_type.value))):
-        return kind
-    if dep.image:
-        return image_node_kind(str(dep.image.value))
-    return None
+    """The node kind the deployment runs on: the one its accelerator type names; else its
+    image's, or the smallest kind its layout needs where that is bigger (an image of too
+    small a node kind is the image's mistake, which image-node-kind-mismatch names)."""
+    if (declared := _declared_kind(dep)) is not None:
+        return declared
+    kind = image_node_kind(str(dep.image.value)) if dep.image else None
+    if kind is not None:
+        needed = _smallest_kind(max(npus for npus, _ in _layout_needs(dep)))
+        if needed is not None and needed.devices_per_node > kind.devices_per_node:
+            return needed
+    return kind
 
 
 def _int(dep: Deployment, key: str, default: int | None = None) -> int | None:
@@ -260,31 +266,75 @@ def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     return findings
 
 
+def _parallel(dep: Deployment) -> tuple[int, str, int]:
+    """NPUs the engine's parallel settings ask for on one node, said with the fields, and
+    the line of the first field set (else the deployment's)."""
+    tp = _int(dep, "tensor_parallel_size", 1) or 1
+    pp = _int(dep, "pipeline_parallel_size", 1) or 1
+    dp_key = "data_parallel_size_local" if _int(dep, "data_parallel_size_local") else None
+    dp = _int(dep, dp_key or "data_parallel_size", 1) or 1
+    # Named as the input writes them: flags on a `vllm serve` line, else engine keywords.
+    name = engine_flag if dep.http_server_line is not None else str
+    said = (
+        f"{name('tensor_parallel_size')} {tp} x {name(dp_key or 'data_parallel_size')} {dp} "
+        f"x {name('pipeline_parallel_size')} {pp} = {tp * dp * pp} NPUs"
+    )
+    key = next(
+        (
+            k
+            for k in ("tensor_parallel_size", "data_parallel_size_local", "data_parallel_size")
+            if k in dep.engine
+        ),
+        None,
+    )
+    return tp * dp * pp, said, dep.engine[key].line if key else dep.line
+
+
+def _smallest_kind(npus: int) -> hardware.NodeKind | None:
+    """The node kind with the fewest NPUs that still has ``npus``; None if none has."""
+    fits = [k for k in hardware.NODE_KINDS.values() if k.devices_per_node >= npus]
+    return min(fits, key=lambda k: k.devices_per_node, default=None)
+
+
+def _declared_kind(dep: Deployment) -> hardware.NodeKind | None:
+    """The node kind the deployment names itself: its Ray accelerator type."""
+    return soc_node_kind(str(dep.accelerator_type.value)) if dep.accelerator_type else None
+
+
+def _layout_needs(dep: Deployment) -> list[tuple[int, str]]:
+    """NPUs the service's layout needs on its node, each with what asks for it: the
+    highest davinci device it maps, how many it maps, and its parallel settings."""
+    needs = []
+    if dep.devices:
+        highest = max(d.value for d in dep.devices)
+        needs.append((highest + 1, f"`devices` maps /dev/davinci{highest}"))
+        needs.append((len(dep.devices), f"`devices` maps {len(dep.devices)} davinci devices"))
+    npus, said, _ = _parallel(dep)
+    needs.append((npus, said))
+    return needs
+
+
 def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     findings = []
     for dep in parsed.deployments:
-        tp = _int(dep, "tensor_parallel_size", 1) or 1
-        pp = _int(dep, "pipeline_parallel_size", 1) or 1
-        dp = _int(dep, "data_parallel_size_local") or _int(dep, "data_parallel_size", 1) or 1
-        wanted = tp * dp * pp
-        key = next(
-            (
-                k
-                for k in ("tensor_parallel_size", "data_parallel_size_local", "data_parallel_size")
-                if k in dep.engine
-            ),
-            None,
-        )
-        line = dep.engine[key].line if key else dep.line
+        wanted, said, line = _parallel(dep)
         kind = node_kind(dep)
-        product = f"TP {tp} x DP {dp} x PP {pp} = {wanted}"
         if kind and wanted > kind.devices_per_node:
+            largest = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
             findings.append(
                 _finding(
                     rule,
                     dep,
                     line,
-                    f"{product} NPUs, but one {kind.name} node has {kind.devices_per_node}",
+                    f"{said}, but one {kind.name} node has {kind.devices_per_node}"
+                    + (
+                        f" (the largest node kind, {largest.name}, has {largest.devices_per_node})"
+                        if largest is not kind
+                        else ""
+                    ),
+                    f"Fit the product in {kind.devices_per_node}: lower "
+                    "--tensor-parallel-size / --data-parallel-size(-local) / "
+                    "--pipeline-parallel-size, or spread the ranks over nodes.",
                 )
             )
         elif dep.devices and wanted > len(dep.devices):
@@ -293,34 +343,76 @@ def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> 
                     rule,
                     dep,
                     line,
-                    f"{product} NPUs, but the container maps {len(dep.devices)} davinci devices",
+                    f"{said}, but the container maps {len(dep.devices)} davinci devices",
+                    f"Map /dev/davinci0 to /dev/davinci{wanted - 1} under `devices`, or "
+                    + rule.fix[0].lower()
+                    + rule.fix[1:]
+                    if _smallest_kind(wanted)
+                    else None,
                 )
             )
     return findings
 
 
+def _image_for(image: str, kind: hardware.NodeKind) -> str | None:
+    """The same release's image, of the same OS, for another node kind (None if unpublished)."""
+    ref = parse_image(image)
+    if ref is None or ref.os is None or ref.tag not in RELEASES:
+        return None
+    try:
+        reference = RELEASES[ref.tag].image(kind.name, ref.os)
+    except LookupError:
+        return None
+    # Keep a mirror's registry: only the tag changes.
+    return image.rpartition(":")[0] + ":" + reference.rpartition(":")[2]
+
+
 def check_image_node_kind(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    """The image's node kind against the one the deployment declares (its accelerator
+    type) or, declaring none, the smallest one its layout fits on."""
     findings = []
     for dep in parsed.deployments:
         if not dep.image or not (built_for := image_node_kind(str(dep.image.value))):
             continue
-        target = None
-        if dep.accelerator_type:
-            target = soc_node_kind(str(dep.accelerator_type.value))
-        elif dep.devices and max(d.value for d in dep.devices) >= built_for.devices_per_node:
-            # A davinci index past this kind's count exists only on a bigger node.
-            target = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
-        if target and target.name != built_for.name:
-            findings.append(
-                _finding(
-                    rule,
-                    dep,
-                    dep.image.line,
-                    f"image {dep.image.value} is built for {built_for.name}, "
-                    f"the deployment targets {target.name}",
-                )
+        image = str(dep.image.value)
+        layout = False
+        if (target := _declared_kind(dep)) is not None:
+            if target.name == built_for.name:
+                continue
+            assert dep.accelerator_type is not None
+            why = f"`accelerator_type` {dep.accelerator_type.value} is {_a(target.name)} device"
+        else:
+            npus, asks = max(_layout_needs(dep), key=lambda need: need[0])
+            target = _smallest_kind(npus)
+            # Within the image's node kind, or beyond every node (parallel-exceeds-node).
+            if npus <= built_for.devices_per_node or target is None:
+                continue
+            why = f"{asks}, which needs {_a(target.name)} node ({target.devices_per_node} NPUs)"
+            layout = True
+        other = _image_for(image, target)
+        fix = f"image: {other}" if other else rule.fix
+        if other and layout:
+            # The layout, not the node, asks for the bigger kind: shrinking it is a fix too.
+            fix += (
+                f" on {_a(target.name)} node; or keep {image} and fit the service in "
+                f"{built_for.devices_per_node} NPUs"
             )
+        findings.append(
+            _finding(
+                rule,
+                dep,
+                dep.image.line,
+                f"`image` {image} is built for {built_for.name} nodes "
+                f"({built_for.devices_per_node} NPUs), but {why}",
+                fix,
+            )
+        )
     return findings
+
+
+def _a(name: str) -> str:
+    """``name`` with its indefinite article, as it is read aloud (an A3, a 950DT)."""
+    return f"{'an' if name[:1] in 'AEFHILMNORSX8' else 'a'} {name}"
 
 
 def _model_limits(rule: Rule, rules: RuleSet, dep: Deployment) -> dict[str, Any] | None:
