@@ -16,7 +16,7 @@ from ray_serve_npu.testing.adapter import (
     adapt_vllm_serve,
     log_changes,
 )
-from ray_serve_npu.vllm_cli import VLLMServe
+from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
 
 TINY = Path("/tmp/tiny-model")
 
@@ -125,3 +125,26 @@ def test_fake_tier_refuses_data_parallel_without_a_moe_model() -> None:
     )
     with pytest.raises(ValueError, match="data_parallel_size > 1 needs a mixture-of-experts"):
         adapt_llm_config(config, TINY)
+
+
+def test_fake_tier_vllm_serve_keeps_data_parallel_on_the_moe_model() -> None:
+    service = vllm_serve_service(Path(__file__).parents[2] / "recipes" / "docker-compose-a3.yaml")
+    moe = Path("/tmp/tiny-moe-model")
+    argv, changes = adapt_vllm_serve(service.command, TINY, moe_model_dir=moe)
+    assert argv[:2] == ["--model", str(moe)]
+    assert argv[argv.index("--data-parallel-size") + 1] == "4"
+    assert argv[argv.index("--api-server-count") + 1] == "1"
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "1"
+    assert "--enable-expert-parallel" not in argv
+    why = {change.key: change.why for change in changes}
+    assert "CPU MoE kernel" in why["vllm serve --enable-expert-parallel"]
+    assert "two cores" in why["vllm serve --tensor-parallel-size"]
+    assert "mixture-of-experts" in why["vllm serve MODEL"]
+    # Set, not dropped and set again: one change per flag.
+    assert [change.key for change in changes].count("vllm serve --tensor-parallel-size") == 1
+
+
+def test_fake_tier_vllm_serve_refuses_data_parallel_without_a_moe_model() -> None:
+    command = VLLMServe.parse(["vllm", "serve", "/m", "--data-parallel-size", "2"])
+    with pytest.raises(ValueError, match="--data-parallel-size > 1 needs a mixture-of-experts"):
+        adapt_vllm_serve(command, TINY)

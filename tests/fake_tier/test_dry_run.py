@@ -20,6 +20,8 @@ from ray_serve_npu.testing.dry_run import command_for, fake_tier_changes
         ("serve_npu.py", "python serve_npu.py"),
         ("serve_config.yaml", "serve run serve_config.yaml"),
         ("docker-compose.yaml", "docker compose -f docker-compose.yaml up -d"),
+        ("docker-compose-a3.yaml", "docker compose -f docker-compose-a3.yaml up -d"),
+        ("compose.override.yml", "docker compose -f compose.override.yml up -d"),
     ],
 )
 def test_dry_run_runs_a_recipe_as_its_page_does(name: str, command: str) -> None:

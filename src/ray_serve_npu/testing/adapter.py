@@ -158,16 +158,11 @@ def adapt_llm_config(
     )
     changes: list[Change] = []
 
-    data_parallel = int((fields.get("engine_kwargs") or {}).get("data_parallel_size") or 1) > 1
-    if data_parallel:
-        if moe_model_dir is None:
-            raise ValueError(
-                "engine_kwargs.data_parallel_size > 1 needs a mixture-of-experts model (vLLM "
-                "refuses data parallel for a dense one). Fix: pass moe_model_dir (the fake "
-                "tier sets RAY_SERVE_NPU_DRY_RUN_MOE_MODEL), or run the config with "
-                "data_parallel_size 1."
-            )
-        model_dir = moe_model_dir
+    ranks = int((fields.get("engine_kwargs") or {}).get("data_parallel_size") or 1)
+    data_parallel = ranks > 1
+    model_dir = _data_parallel_model(
+        ranks, model_dir, moe_model_dir, "engine_kwargs.data_parallel_size"
+    )
     loading = dict(fields.get("model_loading_config") or {})
     changes.append(
         Change(
@@ -236,38 +231,71 @@ KEPT_SERVE_FLAGS = frozenset(
         "--enable-prefix-caching",
         "--no-enable-prefix-caching",
         "--seed",
+        # As data_parallel_size in KEPT_ENGINE_KWARGS: the ranks run on the CPU engine.
+        "--data-parallel-size",
+        # The API server processes in front of the engine: the same on the CPU engine.
+        "--api-server-count",
     }
 )
 
 
-def adapt_vllm_serve(command: VLLMServe, model_dir: Path) -> tuple[list[str], list[Change]]:
+def _data_parallel_model(
+    data_parallel_size: int, model_dir: Path, moe_model_dir: Path | None, field: str
+) -> Path:
+    """The model that serves a config: the tiny MoE one where it runs data parallel."""
+    if data_parallel_size <= 1:
+        return model_dir
+    if moe_model_dir is None:
+        raise ValueError(
+            f"{field} > 1 needs a mixture-of-experts model (vLLM refuses data parallel for a "
+            "dense one). Fix: pass moe_model_dir (the fake tier sets "
+            f"RAY_SERVE_NPU_DRY_RUN_MOE_MODEL), or run the config with {field} 1."
+        )
+    return moe_model_dir
+
+
+def adapt_vllm_serve(
+    command: VLLMServe, model_dir: Path, *, moe_model_dir: Path | None = None
+) -> tuple[list[str], list[Change]]:
     """The fake tier's variant of a ``vllm serve`` command, as the OpenAI server module's argv.
 
     vLLM's CPU build installs no ``vllm`` console script metadata, so the server
-    runs as ``python -m vllm.entrypoints.openai.api_server``.
+    runs as ``python -m vllm.entrypoints.openai.api_server``. A data-parallel
+    command (``--data-parallel-size`` above 1) keeps its ranks, each on one CPU
+    worker, and is served by ``moe_model_dir``, as :func:`adapt_llm_config` does.
     """
+    ranks = int(command.get("--data-parallel-size") or 1)
+    data_parallel = ranks > 1
+    model_dir = _data_parallel_model(
+        ranks, model_dir, moe_model_dir, "vllm serve --data-parallel-size"
+    )
     changes = [
         Change(
             key="vllm serve MODEL",
             before=command.model or ABSENT,
             after=str(model_dir),
-            why="a tiny random model stands in for the weights",
+            why="a tiny random mixture-of-experts model stands in for the weights"
+            if data_parallel
+            else "a tiny random model stands in for the weights",
         )
     ]
     argv = ["--model", str(model_dir)]
     for flag, value in command:
+        key = flag.removeprefix("--").replace("-", "_")
         if flag in KEPT_SERVE_FLAGS:
             argv += [flag] if value is None else [flag, value]
-        else:
+        elif key not in FAKE_ENGINE_KWARGS:
             changes.append(
                 Change(
                     key=f"vllm serve {flag}",
                     before=True if value is None else value,
                     after=DROPPED,
-                    why="needs the real model or Ascend hardware",
+                    why=DROPPED_ENGINE_KWARGS.get(key, "needs the real model or Ascend hardware"),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
+        if data_parallel and key == "tensor_parallel_size":
+            why = DP_TENSOR_PARALLEL_WHY
         flag = engine_flag(key)
         argv += engine_kwarg_argv(key, value)
         changes.append(

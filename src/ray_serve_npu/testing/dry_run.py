@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import signal
 import sys
@@ -18,6 +19,7 @@ import tempfile
 import threading
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.testing.cluster import FakeNode
@@ -48,18 +50,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Compose's default file names (``compose.yaml``, ``docker-compose.yml``) and the
+#: variants beside them (``docker-compose-a3.yaml``, ``compose.override.yaml``).
+_COMPOSE_NAME = re.compile(r"(docker-)?compose([.-][\w.-]+)?\.ya?ml")
+
+
 def command_for(recipe: Path) -> str:
     """The command a page would run for this recipe, from its directory."""
     name = shlex.quote(recipe.name)
     if recipe.suffix == ".py":
         return f"python {name}"
-    if recipe.name in {"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"}:
+    if _COMPOSE_NAME.fullmatch(recipe.name):
         return f"docker compose -f {name} up -d"
     if recipe.suffix in {".yaml", ".yml"}:
         return f"serve run {name}"
     raise ValueError(
         f"{recipe}: not a recipe dry-run knows: give a .py recipe, a Serve config (.yaml) "
-        "or a Compose file (compose.yaml / docker-compose.yaml)"
+        "or a Compose file (compose.yaml, docker-compose.yaml or docker-compose-<name>.yaml)"
     )
 
 
@@ -94,20 +101,25 @@ def engine_devices(record_dir: Path) -> list[str]:
     return lines
 
 
-def _served_model(base_url: str) -> str:
-    with urllib.request.urlopen(f"{base_url}/v1/models", timeout=30) as response:
-        return str(json.load(response)["data"][0]["id"])
-
-
-def _chat(base_url: str, model: str) -> dict[str, object]:
-    body = json.dumps(
-        {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-    ).encode()
+def _get_json(base_url: str, path: str, api_key: str, body: dict[str, object] | None = None) -> Any:
+    """GET (or POST ``body`` to) ``path``, with the tier's API key, as the pages' clients send
+    it: a Compose service requires it (``VLLM_API_KEY`` from ``OPENAI_API_KEY``)."""
     request = urllib.request.Request(
-        f"{base_url}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        f"{base_url}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
     )
     with urllib.request.urlopen(request, timeout=120) as response:
-        return dict(json.load(response))
+        return json.load(response)
+
+
+def _served_model(base_url: str, api_key: str) -> str:
+    return str(_get_json(base_url, "/v1/models", api_key)["data"][0]["id"])
+
+
+def _chat(base_url: str, model: str, api_key: str) -> dict[str, object]:
+    body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
+    return dict(_get_json(base_url, "/v1/chat/completions", api_key, body))
 
 
 def _wait_for_stop() -> None:
@@ -151,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 # What the fake tier changed in the recipe, from the server's log.
                 for change in fake_tier_changes(server.logs()):
                     print(change)
-                model = _served_model(server.base_url)
-                reply = _chat(server.base_url, model)
+                model = _served_model(server.base_url, tier.api_key)
+                reply = _chat(server.base_url, model, tier.api_key)
                 print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; a chat request got:")
                 print(json.dumps(reply, indent=2)[:2000])
                 for line in engine_devices(tier.device_record_dir):

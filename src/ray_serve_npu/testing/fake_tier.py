@@ -89,7 +89,9 @@ class FakeNPUTier:
             return None
         # No Docker engine here: run the Compose service's `vllm serve` on the CPU engine.
         service = vllm_serve_service(compose_file)
-        argv, changes = adapt_vllm_serve(service.command, self.model_dir)
+        argv, changes = adapt_vllm_serve(
+            service.command, self.model_dir, moe_model_dir=self.moe_model_dir
+        )
         shell = {**os.environ, **self.env()}
         env, env_changes = adapt_env(
             {name: interpolate_compose(value, shell) for name, value in service.environment.items()}

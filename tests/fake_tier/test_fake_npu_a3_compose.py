@@ -1,0 +1,127 @@
+"""The A3 Compose file (recipes/docker-compose-a3.yaml) served directly, as a reader dry-runs it.
+
+``ray-serve-npu dry-run --node-kind A3 docker-compose-a3.yaml --keep-serving`` starts a
+fake A3 node, runs the service's ``vllm serve`` on vLLM's CPU build with the service's
+environment (its API key too), sends one authenticated chat request and keeps serving.
+The adapter keeps the four data-parallel ranks (one CPU worker each instead of four) and
+serves the tiny mixture-of-experts model; expert parallel is dropped, with its reason.
+What is real: vLLM's data-parallel engine (four engine cores behind one API server), the
+OpenAI endpoint and its key. No Docker and no Ray executor: the Compose path has neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.testing.processes import start_process_group, stop_process_group
+
+RECIPES = Path(__file__).parents[2] / "recipes"
+COMPOSE = "docker-compose-a3.yaml"
+MODEL_ID = "deepseek-v4-flash"
+BASE_URL = "http://127.0.0.1:8000"
+SERVING = "fake-npu tier: serving until Ctrl+C or SIGTERM"
+#: Measured here: the dry-run serves in about 135 s on two cores, alone on the machine.
+READY_TIMEOUT_S = 600
+STOP_TIMEOUT_S = 180
+
+pytestmark = pytest.mark.fake_npu
+
+
+@dataclass
+class DryRun:
+    """The dry-run command, serving the Compose service until it is interrupted."""
+
+    process: subprocess.Popen[bytes]
+    log_file: Path
+
+    def output(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRun]:
+    log_file = tmp_path_factory.mktemp("dry-run-a3-compose") / "dry-run.log"
+    argv = [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", "--node-kind", "A3"]
+    process = start_process_group(
+        [*argv, COMPOSE, "--keep-serving"],
+        cwd=RECIPES,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        log_file=log_file,
+    )
+    run = DryRun(process, log_file)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while SERVING not in run.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"dry-run did not come up serving:\n{run.output()[-6000:]}")
+            time.sleep(2)
+        yield run
+    finally:
+        if process.poll() is None:
+            stop_process_group(process)
+
+
+def _get(path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"{BASE_URL}{path}", timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_fake_a3_compose_answers_the_dry_runs_chat_request(dry_run: DryRun) -> None:
+    output = dry_run.output()
+    assert "fake-npu tier: 1 fake A3 node(s)" in output
+    assert f"running `docker compose -f {COMPOSE} up -d`" in output
+    assert f"/v1 serves {MODEL_ID!r}; a chat request got:" in output
+    reply = json.loads(output[output.index("a chat request got:\n") + 20 : output.index(SERVING)])
+    assert reply["model"] == MODEL_ID
+    assert reply["choices"][0]["message"]["role"] == "assistant"
+    assert 0 < reply["usage"]["completion_tokens"] <= 8
+
+
+def test_fake_a3_compose_runs_the_four_data_parallel_ranks(dry_run: DryRun) -> None:
+    # vLLM labels its metrics by engine core: one per data-parallel rank.
+    status, metrics = _get("/metrics")
+    assert status == 200
+    engines = set(re.findall(r'^vllm:num_requests_running\{[^}]*engine="(\d+)"', metrics, re.M))
+    assert engines == {str(rank) for rank in range(DEFAULT_RELEASE.run("A3").data_parallel_size)}
+    served = re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)", metrics, re.M)
+    assert sum(float(count) for count in served) >= 1
+
+
+def test_fake_a3_compose_keeps_the_services_api_key(dry_run: DryRun) -> None:
+    # VLLM_API_KEY from OPENAI_API_KEY, as the Compose file sets it: no key, no answer.
+    status, _ = _get("/v1/models")
+    assert status == 401
+
+
+def test_fake_a3_compose_adapter_says_what_it_changed(dry_run: DryRun) -> None:
+    output = dry_run.output()
+    assert "vllm serve MODEL: '/models/DeepSeek-V4-Flash-w8a8-mtp' -> " in output
+    assert "(a tiny random mixture-of-experts model stands in for the weights)" in output
+    assert "vllm serve --tensor-parallel-size: '4' -> 1 (one CPU engine worker per" in output
+    assert "dropped vllm serve --enable-expert-parallel=True (vLLM's CPU build crashes" in output
+    # Kept as written: the ranks and the one API server.
+    assert "--data-parallel-size" not in output
+    assert "--api-server-count" not in output
+
+
+def test_fake_a3_compose_stops_on_ctrl_c(dry_run: DryRun) -> None:
+    dry_run.process.send_signal(signal.SIGINT)
+    assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
+    assert "fake-npu tier: stopped; nothing left running" in dry_run.output()
