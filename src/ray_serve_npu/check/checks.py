@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ray_serve_npu import hardware
 from ray_serve_npu.check.findings import Finding, Severity
@@ -266,20 +266,28 @@ def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     return findings
 
 
-def _parallel(dep: Deployment) -> tuple[int, str, int]:
-    """NPUs the engine's parallel settings ask for on one node, said with the fields, and
-    the line of the first field set (else the deployment's)."""
+class _Parallel(NamedTuple):
+    """NPUs the engine's parallel settings ask for on one node, and where they are set."""
+
+    npus: int
+    #: ``--tensor-parallel-size 4 x --data-parallel-size 4 x ... = 16 NPUs``
+    said: str
+    #: The fields, named as the input writes them.
+    fields: tuple[str, ...]
+    #: The line of the first field set, else the deployment's.
+    line: int
+
+
+def _parallel(dep: Deployment) -> _Parallel:
     tp = _int(dep, "tensor_parallel_size", 1) or 1
     pp = _int(dep, "pipeline_parallel_size", 1) or 1
     dp_key = "data_parallel_size_local" if _int(dep, "data_parallel_size_local") else None
     dp = _int(dep, dp_key or "data_parallel_size", 1) or 1
-    # Named as the input writes them: flags on a `vllm serve` line, else engine keywords.
+    # Flags on a `vllm serve` line, engine keywords elsewhere.
     name = engine_flag if dep.http_server_line is not None else str
-    said = (
-        f"{name('tensor_parallel_size')} {tp} x {name(dp_key or 'data_parallel_size')} {dp} "
-        f"x {name('pipeline_parallel_size')} {pp} = {tp * dp * pp} NPUs"
-    )
-    key = next(
+    keys = ("tensor_parallel_size", dp_key or "data_parallel_size", "pipeline_parallel_size")
+    said = " x ".join(f"{name(k)} {v}" for k, v in zip(keys, (tp, dp, pp), strict=True))
+    first = next(
         (
             k
             for k in ("tensor_parallel_size", "data_parallel_size_local", "data_parallel_size")
@@ -287,7 +295,12 @@ def _parallel(dep: Deployment) -> tuple[int, str, int]:
         ),
         None,
     )
-    return tp * dp * pp, said, dep.engine[key].line if key else dep.line
+    return _Parallel(
+        npus=tp * dp * pp,
+        said=f"{said} = {tp * dp * pp} NPUs",
+        fields=tuple(name(k) for k in keys),
+        line=dep.engine[first].line if first else dep.line,
+    )
 
 
 def _smallest_kind(npus: int) -> hardware.NodeKind | None:
@@ -309,48 +322,34 @@ def _layout_needs(dep: Deployment) -> list[tuple[int, str]]:
         highest = max(d.value for d in dep.devices)
         needs.append((highest + 1, f"`devices` maps /dev/davinci{highest}"))
         needs.append((len(dep.devices), f"`devices` maps {len(dep.devices)} davinci devices"))
-    npus, said, _ = _parallel(dep)
-    needs.append((npus, said))
+    parallel = _parallel(dep)
+    needs.append((parallel.npus, parallel.said))
     return needs
 
 
 def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     findings = []
+    largest = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
     for dep in parsed.deployments:
-        wanted, said, line = _parallel(dep)
+        parallel = _parallel(dep)
+        lower = f"lower {' / '.join(parallel.fields)}, or spread the ranks over nodes."
         kind = node_kind(dep)
-        if kind and wanted > kind.devices_per_node:
-            largest = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
-            findings.append(
-                _finding(
-                    rule,
-                    dep,
-                    line,
-                    f"{said}, but one {kind.name} node has {kind.devices_per_node}"
-                    + (
-                        f" (the largest node kind, {largest.name}, has {largest.devices_per_node})"
-                        if largest is not kind
-                        else ""
-                    ),
-                    f"Fit the product in {kind.devices_per_node}: lower "
-                    "--tensor-parallel-size / --data-parallel-size(-local) / "
-                    "--pipeline-parallel-size, or spread the ranks over nodes.",
+        if kind and parallel.npus > kind.devices_per_node:
+            beyond = f"{parallel.said}, but one {kind.name} node has {kind.devices_per_node}"
+            if largest is not kind:
+                beyond += (
+                    f" (the largest node kind, {largest.name}, has {largest.devices_per_node})"
                 )
+            fix = f"Fit the product in {kind.devices_per_node}: {lower}"
+            findings.append(_finding(rule, dep, parallel.line, beyond, fix))
+        elif dep.devices and parallel.npus > len(dep.devices):
+            mapped = f"{parallel.said}, but the container maps {len(dep.devices)} davinci devices"
+            fix = (
+                f"Map /dev/davinci0 to /dev/davinci{parallel.npus - 1} under `devices`, or {lower}"
+                if _smallest_kind(parallel.npus)
+                else f"Fit the product in {len(dep.devices)}: {lower}"
             )
-        elif dep.devices and wanted > len(dep.devices):
-            findings.append(
-                _finding(
-                    rule,
-                    dep,
-                    line,
-                    f"{said}, but the container maps {len(dep.devices)} davinci devices",
-                    f"Map /dev/davinci0 to /dev/davinci{wanted - 1} under `devices`, or "
-                    + rule.fix[0].lower()
-                    + rule.fix[1:]
-                    if _smallest_kind(wanted)
-                    else None,
-                )
-            )
+            findings.append(_finding(rule, dep, parallel.line, mapped, fix))
     return findings
 
 
