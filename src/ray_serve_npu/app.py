@@ -54,13 +54,14 @@ def build_dp_openai_app(builder_config: dict[str, Any]) -> Application:
     """Build Ray Serve LLM's data-parallel OpenAI app; same arguments as Ray's.
 
     Ray's ``build_dp_openai_app`` (``ray/llm/_internal/serve/serving_patterns/
-    data_parallel/builder.py``) deploys ``engine_kwargs["data_parallel_size"]``
-    replicas of ``DPServer`` as one gang: Serve reserves one placement group for
-    all their bundles (strategy ``PACK``), rank ``i`` takes the ``i``-th slice of
-    it, and a rank that fails restarts the whole gang. With the npu kind each slice
-    is one ``{"NPU": 1}`` bundle per engine worker, so each rank's engine sees its
-    own NPUs. Like :func:`build_openai_app`, it fails at build time where no set of
-    nodes can hold the gang.
+    data_parallel/builder.py``) deploys ``DPServer`` in gangs of
+    ``engine_kwargs["data_parallel_size"]`` replicas: ``num_replicas`` counts gangs,
+    and Serve multiplies it by the DP size (``dp_server.py``). For each gang, Serve
+    reserves one placement group for all its bundles (strategy ``PACK``), rank ``i``
+    takes the ``i``-th slice of it, and a rank that fails restarts the whole gang.
+    With the npu kind each slice is one ``{"NPU": 1}`` bundle per engine worker, so
+    each rank's engine sees its own NPUs. Like :func:`build_openai_app`, it fails at
+    build time where no set of nodes can hold the gang.
 
     Args:
         builder_config: What Ray's builder takes: ``{"llm_config": ...}`` (an
