@@ -15,64 +15,37 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ray_serve_npu.releases import DEFAULT_RELEASE
-from ray_serve_npu.testing.processes import start_process_group, stop_process_group
+from ray_serve_npu.testing.dry_run import SERVING_LINE, STOPPED_LINE, DryRunProcess, keep_serving
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 COMPOSE = "docker-compose-a3.yaml"
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"
-SERVING = "fake-npu tier: serving until Ctrl+C or SIGTERM"
-#: Measured here: the dry-run serves in about 135 s on two cores, alone on the machine.
+#: Measured here: the module's tests take about 100 s on two cores, the dry-run's start most.
 READY_TIMEOUT_S = 600
 STOP_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.fake_npu
 
 
-@dataclass
-class DryRun:
-    """The dry-run command, serving the Compose service until it is interrupted."""
-
-    process: subprocess.Popen[bytes]
-    log_file: Path
-
-    def output(self) -> str:
-        return self.log_file.read_text(errors="replace")
-
-
 @pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRun]:
-    log_file = tmp_path_factory.mktemp("dry-run-a3-compose") / "dry-run.log"
-    argv = [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", "--node-kind", "A3"]
-    process = start_process_group(
-        [*argv, COMPOSE, "--keep-serving"],
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
+    with keep_serving(
+        ["--node-kind", "A3", COMPOSE],
         cwd=RECIPES,
         env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        log_file=log_file,
-    )
-    run = DryRun(process, log_file)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while SERVING not in run.output():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dry-run did not come up serving:\n{run.output()[-6000:]}")
-            time.sleep(2)
+        log_file=tmp_path_factory.mktemp("dry-run-a3-compose") / "dry-run.log",
+        ready_timeout_s=READY_TIMEOUT_S,
+    ) as run:
         yield run
-    finally:
-        if process.poll() is None:
-            stop_process_group(process)
 
 
 def _get(path: str) -> tuple[int, str]:
@@ -83,18 +56,20 @@ def _get(path: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
-def test_fake_a3_compose_answers_the_dry_runs_chat_request(dry_run: DryRun) -> None:
+def test_fake_a3_compose_answers_the_dry_runs_chat_request(dry_run: DryRunProcess) -> None:
     output = dry_run.output()
     assert "fake-npu tier: 1 fake A3 node(s)" in output
     assert f"running `docker compose -f {COMPOSE} up -d`" in output
     assert f"/v1 serves {MODEL_ID!r}; a chat request got:" in output
-    reply = json.loads(output[output.index("a chat request got:\n") + 20 : output.index(SERVING)])
+    reply = json.loads(
+        output[output.index("a chat request got:\n") + 20 : output.index(SERVING_LINE)]
+    )
     assert reply["model"] == MODEL_ID
     assert reply["choices"][0]["message"]["role"] == "assistant"
     assert 0 < reply["usage"]["completion_tokens"] <= 8
 
 
-def test_fake_a3_compose_runs_the_four_data_parallel_ranks(dry_run: DryRun) -> None:
+def test_fake_a3_compose_runs_the_four_data_parallel_ranks(dry_run: DryRunProcess) -> None:
     # vLLM labels its metrics by engine core: one per data-parallel rank.
     status, metrics = _get("/metrics")
     assert status == 200
@@ -104,13 +79,13 @@ def test_fake_a3_compose_runs_the_four_data_parallel_ranks(dry_run: DryRun) -> N
     assert sum(float(count) for count in served) >= 1
 
 
-def test_fake_a3_compose_keeps_the_services_api_key(dry_run: DryRun) -> None:
+def test_fake_a3_compose_keeps_the_services_api_key(dry_run: DryRunProcess) -> None:
     # VLLM_API_KEY from OPENAI_API_KEY, as the Compose file sets it: no key, no answer.
     status, _ = _get("/v1/models")
     assert status == 401
 
 
-def test_fake_a3_compose_adapter_says_what_it_changed(dry_run: DryRun) -> None:
+def test_fake_a3_compose_adapter_says_what_it_changed(dry_run: DryRunProcess) -> None:
     output = dry_run.output()
     assert "vllm serve MODEL: '/models/DeepSeek-V4-Flash-w8a8-mtp' -> " in output
     assert "(a tiny random mixture-of-experts model stands in for the weights)" in output
@@ -121,7 +96,7 @@ def test_fake_a3_compose_adapter_says_what_it_changed(dry_run: DryRun) -> None:
     assert "--api-server-count" not in output
 
 
-def test_fake_a3_compose_stops_on_ctrl_c(dry_run: DryRun) -> None:
+def test_fake_a3_compose_stops_on_ctrl_c(dry_run: DryRunProcess) -> None:
     dry_run.process.send_signal(signal.SIGINT)
     assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
-    assert "fake-npu tier: stopped; nothing left running" in dry_run.output()
+    assert STOPPED_LINE in dry_run.output()

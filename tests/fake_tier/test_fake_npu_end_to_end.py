@@ -17,63 +17,38 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from openai import OpenAI
 
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.processes import start_process_group, stop_process_group
+from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess, keep_serving
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"
-#: What dry-run prints once the recipe answered its check request.
-SERVING = "fake-npu tier: serving until Ctrl+C or SIGTERM"
 READY_TIMEOUT_S = 600
 STOP_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.fake_npu
 
 
-@dataclass
-class DryRun:
-    """The dry-run command, serving the recipe until it is interrupted."""
-
-    process: subprocess.Popen[bytes]
-    log_file: Path
-
-    def output(self) -> str:
-        return self.log_file.read_text(errors="replace")
-
-
 @pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRun]:
-    log_file = tmp_path_factory.mktemp("dry-run") / "dry-run.log"
-    process = start_process_group(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", "serve_npu.py", "--keep-serving"],
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
+    with keep_serving(
+        ["serve_npu.py"],
         cwd=RECIPES,
         env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        log_file=log_file,
-    )
-    run = DryRun(process, log_file)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while SERVING not in run.output():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dry-run did not come up serving:\n{run.output()[-6000:]}")
-            time.sleep(2)
+        log_file=tmp_path_factory.mktemp("dry-run") / "dry-run.log",
+        ready_timeout_s=READY_TIMEOUT_S,
+    ) as run:
         yield run
-    finally:
-        if process.poll() is None:
-            stop_process_group(process)
 
 
 @pytest.fixture
-def client(dry_run: DryRun) -> OpenAI:
+def client(dry_run: DryRunProcess) -> OpenAI:
     return OpenAI(base_url=f"{BASE_URL}/v1", api_key="not-used")
 
 
@@ -86,13 +61,13 @@ def _curl(*args: str) -> str:
     ).stdout
 
 
-def test_fake_npu_models_lists_the_served_model_id(dry_run: DryRun) -> None:
+def test_fake_npu_models_lists_the_served_model_id(dry_run: DryRunProcess) -> None:
     models = json.loads(_curl(f"{BASE_URL}/v1/models"))
     assert models["object"] == "list"
     assert [model["id"] for model in models["data"]] == [MODEL_ID]
 
 
-def test_fake_npu_chat_completion_with_curl(dry_run: DryRun) -> None:
+def test_fake_npu_chat_completion_with_curl(dry_run: DryRunProcess) -> None:
     body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
     reply = json.loads(
         _curl(
@@ -112,7 +87,7 @@ def test_fake_npu_chat_completion_with_curl(dry_run: DryRun) -> None:
     assert 0 < reply["usage"]["completion_tokens"] <= 8
 
 
-def test_fake_npu_chat_stream_with_curl_ends_with_done(dry_run: DryRun) -> None:
+def test_fake_npu_chat_stream_with_curl_ends_with_done(dry_run: DryRunProcess) -> None:
     body = {
         "model": MODEL_ID,
         "messages": [{"role": "user", "content": "Hi"}],
@@ -157,7 +132,7 @@ def test_fake_npu_openai_client_completion(client: OpenAI) -> None:
     assert 0 < reply.usage.completion_tokens <= 8
 
 
-def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(dry_run: DryRun) -> None:
+def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(dry_run: DryRunProcess) -> None:
     # dry-run prints, for each engine worker that holds NPUs, the ids Ray assigned
     # and the visibility variable the worker saw.
     pattern = rf"engine worker \d+ holds NPU ([\d,]+); {VISIBLE_DEVICES_ENV_VAR}=(\S+)"
@@ -187,7 +162,7 @@ def test_fake_npu_recipe_fails_clearly_without_the_plugin() -> None:
 
 
 def test_fake_npu_dry_run_says_what_it_changed_and_stops_cleanly_on_ctrl_c(
-    dry_run: DryRun,
+    dry_run: DryRunProcess,
 ) -> None:
     # Last in the module: it stops the server the tests above share.
     dry_run.process.send_signal(signal.SIGINT)
@@ -195,6 +170,6 @@ def test_fake_npu_dry_run_says_what_it_changed_and_stops_cleanly_on_ctrl_c(
     output = dry_run.output()
     assert f"serves '{MODEL_ID}'" in output
     assert '"object": "chat.completion"' in output
-    assert "fake-npu tier: stopped; nothing left running" in output
+    assert STOPPED_LINE in output
     # Every setting the fake tier dropped is said on the command's own output.
     assert "fake-npu tier: dropped engine_kwargs.quantization='ascend'" in output

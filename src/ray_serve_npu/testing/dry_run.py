@@ -10,19 +10,30 @@ Fake: the NPUs and the model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.testing.cluster import FakeNode
+from ray_serve_npu.testing.processes import start_process_group, stop_process_group
+
+#: What dry-run prints once the recipe answered its check request, with --keep-serving.
+SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"
+#: Its last line once it stopped cleanly.
+STOPPED_LINE = "fake-npu tier: stopped; nothing left running"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -170,7 +181,49 @@ def main(argv: list[str] | None = None) -> int:
                 for line in engine_devices(tier.device_record_dir):
                     print(line)
                 if args.keep_serving:
-                    print("fake-npu tier: serving until Ctrl+C or SIGTERM", flush=True)
+                    print(SERVING_LINE, flush=True)
                     _wait_for_stop()
-    print("fake-npu tier: stopped; nothing left running")
+    print(STOPPED_LINE)
     return 0
+
+
+@dataclass
+class DryRunProcess:
+    """``ray-serve-npu dry-run ... --keep-serving`` in a process group of its own."""
+
+    process: subprocess.Popen[bytes]
+    log_file: Path
+
+    def output(self) -> str:
+        """What the command printed so far (stdout and stderr)."""
+        return self.log_file.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def keep_serving(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_file: Path,
+    ready_timeout_s: float,
+) -> Iterator[DryRunProcess]:
+    """Run ``ray-serve-npu dry-run ARGS --keep-serving`` until it serves; yield it; stop it
+    (and all it started) unless the caller stopped it already.
+
+    Raises RuntimeError, with the end of its output, if it exits or is not serving
+    within ``ready_timeout_s``.
+    """
+    argv = [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", *args, "--keep-serving"]
+    process = start_process_group(argv, cwd=cwd, env=dict(env), log_file=log_file)
+    run = DryRunProcess(process, log_file)
+    try:
+        deadline = time.monotonic() + ready_timeout_s
+        while SERVING_LINE not in run.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"dry-run did not come up serving:\n{run.output()[-6000:]}")
+            time.sleep(2)
+        yield run
+    finally:
+        if process.poll() is None:
+            stop_process_group(process)
