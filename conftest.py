@@ -2,6 +2,9 @@
 
 ``pytest --run-recipes`` also runs each page as one scenario, on Ascend NPUs where the
 host has them and on the fake-NPU tier elsewhere (src/ray_serve_npu/testing/harness/).
+
+``nox -s tests`` runs the suite in two pytest-xdist workers (``--dist loadgroup``);
+:data:`WORKER_GROUPS` keeps together what must share one worker.
 """
 
 from pathlib import Path
@@ -10,14 +13,107 @@ import pytest
 
 pytest_plugins = ["ray_serve_npu.testing.harness.plugin"]
 
-PLUGIN_TESTS = Path(__file__).parent / "tests" / "plugin"
+PLUGIN_TESTS = Path("tests") / "plugin"
+
+#: Path (from the repository's root) -> the xdist group of every test below it. A
+#: group runs in one worker, in collection order; other tests are spread by module.
+WORKER_GROUPS: dict[Path, str] = {
+    # The pages' servers, the dry-run of tests/fake_tier and its A3 run all listen on
+    # port 8000, the port the pages tell readers to use: one at a time.
+    Path("docs"): "port-8000",
+    Path("tests") / "fake_tier": "port-8000",
+    # Packages whose tests share one served app (a package- or session-scoped
+    # fixture): in two workers it would start twice.
+    Path("tests") / "resilience": "resilience",
+    Path("tests") / "bench": "bench",
+    Path("tests") / "browser": "browser",
+}
+#: Fixtures that connect the test process itself to Ray (tests/plugin, tests/multinode).
+IN_PROCESS_RAY_FIXTURES = frozenset({"ray_with_fake_npus", "two_node_cluster"})
+IN_PROCESS_RAY_GROUP = "in-process-ray"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run tests/plugin first (a stable sort keeps the rest in order).
+def worker_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test, if it must share a worker with others."""
+    if IN_PROCESS_RAY_FIXTURES & set(getattr(item, "fixturenames", ())):
+        # Ray on the host's address, with agents on fixed ports: one at a time.
+        return IN_PROCESS_RAY_GROUP
+    return worker_group_of_path(item.path.relative_to(item.config.rootpath))
+
+
+def worker_group_of_path(path: Path) -> str | None:
+    """The group of :data:`WORKER_GROUPS` that ``path`` (from the root) is below, if any."""
+    return next((group for top, group in WORKER_GROUPS.items() if path.is_relative_to(top)), None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run tests/plugin first (a stable sort keeps the rest in order), and mark groups.
 
     Its Ray instance lives in the test process; the Serve handles of a later
     in-process driver (tests/multinode) leave threads that keep Ray connected
-    after ray.shutdown(), so a Ray started after them fails to connect.
+    after ray.shutdown(), so a Ray started after them fails to connect. With
+    xdist workers, all such tests form one group, in this order. This hook runs
+    before xdist's own, which reads the groups.
     """
-    items.sort(key=lambda item: not item.path.is_relative_to(PLUGIN_TESTS))
+    items.sort(key=lambda item: not item.path.is_relative_to(config.rootpath / PLUGIN_TESTS))
+    for item in items:
+        group = worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+class MeasuredFigures:
+    """Figures tests record with ``record_figure``, printed at the end of the run.
+
+    They travel as the reports' user properties, which reach the xdist controller;
+    the stash of the worker that measured them does not.
+    """
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            test = report.nodeid.split("@")[0].rsplit("::", 1)[-1]
+            self.lines += [f"{test}: {v}" for key, v in report.user_properties if key == "figure"]
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.lines:
+            terminalreporter.section("figures measured (fake NPU tier)")
+            for line in self.lines:
+                terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """In the xdist controller: refuse to run if ``--dist loadgroup`` lost the groups.
+
+    pytest-xdist 3.8 groups a test by appending ``@<group>`` to its node id; under
+    pytest 9.2 that append is lost and every group is spread without a word
+    (pytest-dev/pytest-xdist#1386): two servers would meet on port 8000.
+    """
+    config: pytest.Config = node.config  # type: ignore[attr-defined]
+    if config.getoption("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if "@" not in i and worker_group_of_path(Path(i.split("::")[0]))]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup did not group {len(lost)} test(s), e.g. {lost[0]}: this "
+            "pytest-xdist cannot mark groups under this pytest (pytest-dev/pytest-xdist#1386); "
+            "install the pytest that pyproject.toml's test extra allows (pytest<9.2)"
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(MeasuredFigures(), "measured-figures")
+
+
+@pytest.fixture
+def record_figure(request: pytest.FixtureRequest) -> object:
+    """Record a figure the test measured; the run's summary prints it under the test's name."""
+
+    def record(name: str, value: object) -> None:
+        request.node.user_properties.append(("figure", f"{name} = {value}"))
+
+    return record

@@ -49,6 +49,11 @@ PYTEST_ARGS: dict[str, list[str]] = {
     "2.57.1": ["tests/plugin"],
 }
 
+#: Two pytest-xdist workers, each group of conftest.py's WORKER_GROUPS in one of them.
+#: Two, not one per core: a fake-NPU run holds gigabytes (the A3 run peaks near
+#: 14 GB), and this machine, like CI's, has 24 GiB. The 20 slowest tests are listed.
+PYTEST_WORKERS = ["-n", "2", "--dist", "loadgroup", "--durations=20"]
+
 #: Keep Ray's files and tokens out of the home directory.
 TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
@@ -68,6 +73,7 @@ def tests(session: nox.Session, ray: str) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     session.run(
         "pytest",
+        *PYTEST_WORKERS,
         *PYTEST_ARGS[ray],
         *session.posargs,
         env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},

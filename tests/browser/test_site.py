@@ -86,10 +86,12 @@ def test_the_a2_and_a3_tabs_switch_together(
     # sphinx-design syncs tab sets on the same key: one click switches every A2/A3 pair.
     WebDriverWait(browser, 5).until(lambda _: all(shown("a3")))
     assert not any(shown("a2"))
-    assert (
-        "davinci15"
-        in browser.find_element(By.ID, panels["a3"][1].get_attribute("aria-controls")).text
-    )
+    # The A3 container maps all sixteen devices; some A3 panel shows it.
+    a3_texts = [
+        browser.find_element(By.ID, label.get_attribute("aria-controls")).text
+        for label in panels["a3"]
+    ]
+    assert any("davinci15" in text for text in a3_texts), a3_texts
     browser.save_screenshot(str(screenshots / f"{edition}-tabs-a3.png"))
     assert _console_errors(browser) == []
 

@@ -21,14 +21,8 @@ from ray_serve_npu.testing.tiny_model import make_tiny_model
 
 from .fake_serving import ServedApp, guarantees, served_app
 
-_FIGURES = pytest.StashKey[list[str]]()
-
 #: Modules whose tests restart the shared app: they run after the others.
 _RESTARTING_MODULES = ("test_fake_npu_faults.py",)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_FIGURES] = []
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,25 +35,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     )
     for index, item in zip(positions, ours, strict=True):
         items[index] = item
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    figures = terminalreporter.config.stash.get(_FIGURES, [])
-    if figures:
-        terminalreporter.section("resilience figures (fake NPU tier)")
-        for line in figures:
-            terminalreporter.write_line(line)
-
-
-@pytest.fixture
-def record_figure(request: pytest.FixtureRequest) -> object:
-    """Record a measured figure under the test's name; it is printed in the run's summary."""
-
-    def record(name: str, value: object) -> None:
-        request.node.user_properties.append((name, value))
-        request.config.stash[_FIGURES].append(f"{request.node.name}: {name} = {value}")
-
-    return record
 
 
 @pytest.fixture(scope="package")

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sybil import Document, Example, Region, Sybil
@@ -46,6 +47,9 @@ class TierChoice:
 TIER_CHOICE = pytest.StashKey[TierChoice]()
 _TALLY = pytest.StashKey[Tally]()
 _SYBIL = pytest.StashKey[Sybil]()
+#: The key of the tally's lines in an xdist worker's output, and the lines the controller got.
+_WORKER_TALLY = "docs_harness_tally"
+_TALLIES_OF_WORKERS = pytest.StashKey[list[list[str]]]()
 
 
 @dataclass(frozen=True)
@@ -272,12 +276,36 @@ def docs_page(request: pytest.FixtureRequest) -> Iterator[PageRun]:
         yield PageRun(tally, recipes, scenario)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: hand the tally's lines to the controller, which prints them."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    tally = session.config.stash[_TALLY]
+    if workeroutput is not None and tally.pages:
+        workeroutput[_WORKER_TALLY] = tally.lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """In the pytest-xdist controller: keep the lines of each worker that ran pages."""
+    lines = getattr(node, "workeroutput", {}).get(_WORKER_TALLY)
+    if lines:
+        node.config.stash.setdefault(_TALLIES_OF_WORKERS, []).append(lines)
+
+
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
     tally = config.stash[_TALLY]
-    if not tally.pages and not config.getoption(RUN_RECIPES):
+    if config.pluginmanager.has_plugin("dsession"):
+        # The controller of xdist workers collects nothing: the workers' tallies are the run.
+        tallies = config.stash.get(_TALLIES_OF_WORKERS, [])
+    else:
+        tallies = [tally.lines()] if tally.pages or config.getoption(RUN_RECIPES) else []
+    if not tallies and not config.getoption(RUN_RECIPES):
         return
     terminalreporter.section("docs harness")
-    for line in tally.lines():
-        terminalreporter.write_line(line)
+    if not tallies:
+        terminalreporter.write_line("no worker ran a page")
+    for lines in tallies:
+        for line in lines:
+            terminalreporter.write_line(line)

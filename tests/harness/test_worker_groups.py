@@ -1,0 +1,54 @@
+"""The suite's xdist groups (conftest.py, WORKER_GROUPS): each group runs in one worker.
+
+Runs a slice of the suite in two workers, as ``nox -s tests`` runs all of it, and
+reads where each test ran from pytest's verbose report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+#: Tests of two groups, from three directories; the static checks of a page are quick.
+SLICE = [
+    "docs/checks.md",
+    "tests/fake_tier/test_adapter.py",
+    "tests/plugin/test_data_parallel.py::test_build_dp_app_accepts_a_gang_the_cluster_holds",
+    "tests/plugin/test_data_parallel.py::test_dp2_tp4_fits_one_a2_node",
+]
+_RAN = re.compile(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S+) *$", re.MULTILINE)
+
+
+def test_each_group_runs_in_one_worker_and_other_tests_run_free() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v"]
+        + ["-p", "no:cacheprovider", *SLICE],
+        cwd=ROOT,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    workers_of: dict[str, set[str]] = defaultdict(set)
+    ran = _RAN.findall(result.stdout)
+    for worker, nodeid in ran:
+        group = nodeid.rpartition("@")[2] if "@" in nodeid else "none"
+        workers_of[group].add(worker)
+    page_tests = [nodeid for _, nodeid in ran if nodeid.startswith("docs/checks.md")]
+    assert page_tests, result.stdout[-4000:]
+    # A page and the dry-run tests share port 8000: one worker for both directories.
+    assert all(nodeid.endswith("@port-8000") for nodeid in page_tests)
+    assert len(workers_of["port-8000"]) == 1, dict(workers_of)
+    # A test that connects this process to Ray is grouped by its fixture, not its path.
+    dp = [nodeid for _, nodeid in ran if "test_data_parallel" in nodeid]
+    assert sorted(dp) == [
+        "tests/plugin/test_data_parallel.py::test_build_dp_app_accepts_a_gang_the_cluster_holds"
+        "@in-process-ray",
+        "tests/plugin/test_data_parallel.py::test_dp2_tp4_fits_one_a2_node",
+    ]
