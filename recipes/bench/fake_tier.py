@@ -48,6 +48,18 @@ from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
 from .config import SweepConfig
+from .levers import (
+    DEFAULT,
+    LEVERS,
+    Lever,
+    LeverError,
+    by_cluster,
+    deploy,
+    environ,
+    haproxy_env,
+    lever_table,
+    select_levers,
+)
 from .results import PointResult, write_json
 from .runner import run_point
 
@@ -209,14 +221,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Which Serve app deploys first changed the npu/gpu ratios more than the kind
     # did; run both orders to tell the two apart (docs/benchmarks.md).
     parser.add_argument("--deploy-first", choices=[SERVE_NPU, SERVE_GPU], default=SERVE_NPU)
+    parser.add_argument(
+        "--levers",
+        type=lambda text: [name for name in text.split(",") if name],
+        metavar="NAME,...",
+        help="instead: Ray Serve LLM with each named request-path lever against its "
+        f"defaults; one of {', '.join(n for n in LEVERS if n != DEFAULT)}, or all",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: [int(level) for level in text.split(",") if level],
+        default=BenchSettings().concurrency,
+        metavar="N,...",
+    )
     args = parser.parse_args(argv)
-    settings = BenchSettings(rounds=args.rounds)
+    settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", out)) / "models")
     fields = recipe_fields(model_dir)
     model = fields["model_loading_config"]["model_id"]
+    if args.levers is not None:
+        names = list(LEVERS) if args.levers == ["all"] else args.levers
+        try:
+            levers = select_levers(names)
+        except LeverError as error:
+            parser.error(str(error))
+        return measure_levers(levers, fields, model_dir, settings, out, started)
     with (
         fake_npu_cluster([BENCH_NODE]) as cluster,
         # serve_apps drives the cluster from this process.
@@ -242,6 +274,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "comparison.md").write_text(tables)
     print(tables)
     print(f"plots: {plot_comparison(comparisons, out / 'comparison.png')}")
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def measure_levers(
+    levers: Sequence[Lever],
+    fields: dict[str, Any],
+    model_dir: Path,
+    settings: BenchSettings,
+    out: Path,
+    started: float,
+) -> int:
+    """Every arm on a fake cluster with its Serve environment; each lever against the default."""
+    model = fields["model_loading_config"]["model_id"]
+    deploys = out / "deploys"
+    deploys.mkdir(exist_ok=True)
+    with contextlib.ExitStack() as clusters:
+        urls: dict[str, str] = {}
+        for group in by_cluster(levers):
+            cluster_env = dict(group[0].cluster_env)
+            if "RAY_SERVE_ENABLE_HA_PROXY" in cluster_env:
+                cluster_env |= haproxy_env()
+            print(f"starting a fake cluster for {', '.join(lever.name for lever in group)}"
+                  f" with {group[0].cluster_env or 'Serve defaults'}", flush=True)  # fmt: skip
+            with environ(cluster_env):
+                cluster = clusters.enter_context(fake_npu_cluster([BENCH_NODE]))
+            # Serve's HTTP servers on the node's own address: HAProxy reaches the
+            # replicas' ports there (the Target's ip), not on 127.0.0.1.
+            urls |= deploy(
+                {**cluster.env(), **cluster_env},
+                group,
+                fields,
+                cluster.node_ip(0),
+                free_port(),
+                deploys,
+            )
+        print(f"ready after {time.monotonic() - started:.0f} s: {urls}", flush=True)
+        results, comparisons = measure(urls, model, model_dir, settings, out / "points")
+    write_json(results, out / "points.json")
+    (out / "levers.json").write_text(
+        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
+    )
+    table = f"{provenance()}\n\n{lever_table(comparisons)}"
+    (out / "levers.md").write_text(table)
+    print(table)
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 

@@ -1,0 +1,116 @@
+"""``nox -s bench -- --levers``: the arms it builds, the clusters it groups them on, its table.
+
+No Ray cluster: these check what the lever mode would deploy and how it reads the
+rounds. The flags' names and defaults are checked against the installed Ray.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from bench.compare import Comparison
+from bench.fake_tier import main, recipe_fields
+from bench.levers import (
+    DEFAULT,
+    LEVERS,
+    LeverError,
+    app_args,
+    by_cluster,
+    lever_table,
+    select_levers,
+    verdict,
+)
+
+
+def comparison(target: str, concurrency: int, ttft: list[float], tput: list[float]) -> Comparison:
+    return Comparison(
+        target=target, concurrency=concurrency, ttft_p50_ms=ttft, output_tokens_per_s=tput
+    )
+
+
+def test_every_run_has_the_default_first() -> None:
+    assert [lever.name for lever in select_levers(["ha-proxy"])] == [DEFAULT, "ha-proxy"]
+    assert select_levers([])[0].name == DEFAULT
+
+
+def test_an_unknown_lever_is_named_with_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(
+        LeverError, match="direct-ingres is not a lever; choose from .*direct-ingress"
+    ):
+        select_levers(["direct-ingres"])
+    with pytest.raises(SystemExit) as stopped:
+        main(["--levers", "fast"])
+    assert stopped.value.code == 2
+    assert "--levers: fast is not a lever" in capsys.readouterr().err
+
+
+def test_each_lever_changes_one_thing_of_the_recipes_app(tiny_model_dir: Path) -> None:
+    fields = recipe_fields(tiny_model_dir)
+    default = app_args(LEVERS[DEFAULT], fields)
+    assert default["llm_configs"][0]["engine_kwargs"] == fields["engine_kwargs"]
+    assert "ingress_deployment_config" not in default
+    batching = app_args(LEVERS["stream-batching-0ms"], fields)
+    assert batching["llm_configs"][0]["experimental_configs"] == {"stream_batching_interval_ms": 0}
+    batching["llm_configs"][0].pop("experimental_configs")
+    assert batching == default
+    ingress = app_args(LEVERS["ingress-replicas-2"], fields)
+    assert ingress.pop("ingress_deployment_config") == {"num_replicas": 2}
+    assert ingress == default
+
+
+def test_the_batching_lever_is_a_key_ray_serve_llm_reads() -> None:
+    from ray.llm._internal.serve.core.server.llm_server import LLMServer
+    from ray.serve.llm import LLMConfig
+
+    def interval(experimental_configs: dict[str, int]) -> float:
+        # No server and no engine: the method reads only the config.
+        llm_config = LLMConfig(
+            model_loading_config={"model_id": "m"}, experimental_configs=experimental_configs
+        )
+        return LLMServer._get_batch_interval_ms(SimpleNamespace(_llm_config=llm_config))
+
+    assert interval({}) == 50  # Ray Serve LLM's default
+    assert interval(LEVERS["stream-batching-0ms"].experimental_configs) == 0
+
+
+def test_serve_wide_flags_get_clusters_of_their_own() -> None:
+    groups = [[lever.name for lever in group] for group in by_cluster(list(LEVERS.values()))]
+    assert groups == [
+        [DEFAULT, "stream-batching-0ms", "ingress-replicas-2"],
+        ["direct-ingress"],
+        # Direct streaming needs HAProxy (ray/serve/_private/build_app.py).
+        ["ha-proxy", "direct-streaming"],
+    ]
+
+
+def test_the_levers_flags_are_ray_serves_and_off_by_default() -> None:
+    from ray.llm._internal.serve import constants as llm_constants
+    from ray.serve._private import constants as serve_constants
+
+    for lever in LEVERS.values():
+        for name in {**lever.cluster_env, **lever.build_env}:
+            module = serve_constants if hasattr(serve_constants, name) else llm_constants
+            assert getattr(module, name) is False, name
+
+
+def test_the_lever_table_pairs_each_round_with_the_default() -> None:
+    table = lever_table(
+        [
+            comparison(DEFAULT, 1, [80, 160, 80], [200, 100, 200]),
+            comparison("ha-proxy", 1, [40, 80, 40], [300, 150, 300]),
+            comparison(DEFAULT, 32, [400, 400, 400], [1000, 1000, 1000]),
+            comparison("ha-proxy", 32, [400, 400, 400], [900, 1100, 1000]),
+        ]
+    )
+    assert "| ha-proxy | 1 | 80.0 | 40.0 | 0.50 (0.50-0.50) | 200.0 | 300.0 " in table
+    assert "| 1.50 (1.50-1.50) | faster every round |" in table
+    assert "| ha-proxy | 32 |" in table and "| 1.00 (0.90-1.10) | within noise |" in table
+    assert "| default |" not in table
+
+
+def test_verdict_needs_every_round_on_one_side() -> None:
+    assert verdict([1.1, 1.2]) == "faster every round"
+    assert verdict([0.9, 0.8]) == "slower every round"
+    assert verdict([0.9, 1.2]) == verdict([1.0, 1.1]) == "within noise"
