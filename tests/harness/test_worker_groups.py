@@ -45,6 +45,9 @@ def test_each_group_runs_in_one_worker_and_other_tests_run_free() -> None:
     # A page and the dry-run tests share port 8000: one worker for both directories.
     assert all(nodeid.endswith("@port-8000") for nodeid in page_tests)
     assert len(workers_of["port-8000"]) == 1, dict(workers_of)
+    # The worker that ran the page hands its tally to the controller, which prints it once.
+    tallies = re.findall(r"^docs harness \(.*$", result.stdout, re.MULTILINE)
+    assert len(tallies) == 1 and f"{len(page_tests)} checked statically" in tallies[0], tallies
     # A test that connects this process to Ray is grouped by its fixture, not its path.
     dp = [nodeid for _, nodeid in ran if "test_data_parallel" in nodeid]
     assert sorted(dp) == [

@@ -280,7 +280,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """In a pytest-xdist worker: hand the tally's lines to the controller, which prints them."""
     workeroutput = getattr(session.config, "workeroutput", None)
     tally = session.config.stash[_TALLY]
-    if workeroutput is not None and tally.pages:
+    # Every worker collects every page; only the one that ran blocks has a tally to show.
+    if workeroutput is not None and (tally.outcomes or tally.mismatches):
         workeroutput[_WORKER_TALLY] = tally.lines()
 
 
