@@ -41,6 +41,14 @@ def inline_code(text: str) -> list[nodes.Node]:
     ]
 
 
+def code_cell(*paragraphs: str) -> nodes.entry:
+    """A table cell of generated text: one paragraph per text, backticks as inline code."""
+    entry = nodes.entry()
+    for text in paragraphs:
+        entry += nodes.paragraph("", "", *inline_code(text))
+    return entry
+
+
 def edition_links(language: str, target_uri: str, depth: int) -> list[dict[str, Any]]:
     """Links from one page (``target_uri``, ``depth`` directories down) to every edition."""
     site_root = "../" * depth + ("../" if EDITIONS[language][1] else "")

@@ -14,7 +14,7 @@ nodes carry no source, so the gettext builder extracts none of them.
 from __future__ import annotations
 
 from docutils import nodes
-from editions import edition_texts, inline_code
+from editions import code_cell, edition_texts
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -61,13 +61,6 @@ def texts(language: str | None) -> dict[str, str]:
     return edition_texts(TEXTS, language)
 
 
-def _cell(*paragraphs: str) -> nodes.entry:
-    entry = nodes.entry()
-    for text in paragraphs:
-        entry += nodes.paragraph("", "", *inline_code(text))
-    return entry
-
-
 def node_kind_facts(kind: NodeKind, data: Release, words: dict[str, str]) -> nodes.table:
     """The facts of one node kind at one release, as a two-column table."""
     run = data.deepseek_v4_flash.runs[kind.name]
@@ -104,13 +97,13 @@ def node_kind_facts(kind: NodeKind, data: Release, words: dict[str, str]) -> nod
     group += [nodes.colspec(colwidth=width) for width in (35, 65)]
     head = nodes.thead()
     head += nodes.row(
-        "", _cell(words["head_fact"].format(kind=kind.name)), _cell(words["head_value"])
+        "", code_cell(words["head_fact"].format(kind=kind.name)), code_cell(words["head_value"])
     )
     group += head
     body = nodes.tbody()
     group += body
     for fact, values in rows:
-        body += nodes.row("", _cell(fact), _cell(*values))
+        body += nodes.row("", code_cell(fact), code_cell(*values))
     return table
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from docutils import nodes
-from editions import edition_texts, inline_code
+from editions import code_cell, edition_texts
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -74,13 +74,6 @@ def texts(language: str | None) -> dict[str, str]:
     return edition_texts(TEXTS, language)
 
 
-def _cell(*paragraphs: str) -> nodes.entry:
-    entry = nodes.entry()
-    for text in paragraphs:
-        entry += nodes.paragraph("", "", *inline_code(text))
-    return entry
-
-
 def _images(data: Release, words: dict[str, str]) -> list[str]:
     lines = []
     for kind in data.node_kinds:
@@ -118,7 +111,7 @@ def release_matrix(releases: Iterable[Release], words: dict[str, str], default: 
     table += group
     group += [nodes.colspec(colwidth=width) for width in (12, 16, 24, 28, 20)]
     head = nodes.thead()
-    head += nodes.row("", *(_cell(words[header]) for header in headers))
+    head += nodes.row("", *(code_cell(words[header]) for header in headers))
     group += head
     body = nodes.tbody()
     group += body
@@ -127,11 +120,11 @@ def release_matrix(releases: Iterable[Release], words: dict[str, str], default: 
         stack = words["stack"].format(vllm=data.vllm, cann=data.cann, torch_npu=data.torch_npu)
         body += nodes.row(
             "",
-            _cell(*tag),
-            _cell(stack),
-            _cell(*_images(data, words)),
-            _cell(*_serve_llm(data, words)),
-            _cell(*_compose(data, words)),
+            code_cell(*tag),
+            code_cell(stack),
+            code_cell(*_images(data, words)),
+            code_cell(*_serve_llm(data, words)),
+            code_cell(*_compose(data, words)),
         )
     return table
 
