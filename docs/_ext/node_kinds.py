@@ -18,6 +18,7 @@ from editions import code_cell, edition_texts
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from ray_serve_npu import hardware
 from ray_serve_npu.hardware import NODE_KINDS, NodeKind
 from ray_serve_npu.releases import DATA_DIR, DEFAULT_RELEASE, OPERATING_SYSTEMS, Release
 
@@ -27,6 +28,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_fact": "Atlas 800 {kind}",
         "head_value": "Value",
         "devices": "NPUs that Ray counts on the node",
+        "memory": "Memory per NPU",
+        "memory_value": "{gb} GB",
+        "listing": "How vLLM-Ascend's tutorials list the node",
+        "listing_value": "`{listing}`: {modules} modules of {per_module} NPU(s), "
+        "{module_gb} GB each",
         "soc_names": "Accelerator types that Ray reports (the SoC name)",
         "images": "vLLM-Ascend `{tag}` images",
         "image": "`{reference}` ({os})",
@@ -42,6 +48,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_fact": "Atlas 800 {kind}",
         "head_value": "值",
         "devices": "Ray 在该节点上统计的 NPU 数",
+        "memory": "每个 NPU 的内存",
+        "memory_value": "{gb} GB",
+        "listing": "vLLM-Ascend 教程对该节点的写法",
+        "listing_value": "`{listing}`：{modules} 个模组，"
+        "每个模组 {per_module} 个 NPU、{module_gb} GB",
         "soc_names": "Ray 报告的加速器类型（SoC 名称）",
         "images": "vLLM-Ascend `{tag}` 镜像",
         "image": "`{reference}`（{os}）",
@@ -66,6 +77,18 @@ def node_kind_facts(kind: NodeKind, data: Release, words: dict[str, str]) -> nod
     run = data.deepseek_v4_flash.runs[kind.name]
     rows = [
         (words["devices"], [str(kind.devices_per_node)]),
+        (words["memory"], [words["memory_value"].format(gb=kind.memory_per_device_gb)]),
+        (
+            words["listing"],
+            [
+                words["listing_value"].format(
+                    listing=kind.tutorial_listing,
+                    modules=kind.devices_per_node // kind.devices_per_module,
+                    per_module=kind.devices_per_module,
+                    module_gb=kind.memory_per_device_gb * kind.devices_per_module,
+                )
+            ],
+        ),
         (words["soc_names"], [", ".join(f"`{name}`" for name in kind.soc_names)]),
         (
             words["images"].format(tag=data.tag),
@@ -123,6 +146,7 @@ class NodeKindFacts(SphinxDirective):
         kind = NODE_KINDS[name]
         # Rebuild the page when the release's data changes.
         self.env.note_dependency(str(DATA_DIR / f"{DEFAULT_RELEASE.tag}.yaml"))
+        self.env.note_dependency(hardware.__file__)
         return [node_kind_facts(kind, DEFAULT_RELEASE, texts(self.config.language))]
 
 

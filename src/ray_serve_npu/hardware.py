@@ -36,6 +36,18 @@ class NodeKind:
     #: Source: ``socVersionMap`` in Ascend/pytorch ``torch_npu/csrc/core/npu/NpuVariables.cpp``,
     #: which torch_npu fills from the same AscendCL call.
     soc_names: tuple[str, ...]
+    #: Memory of one NPU Ray counts, in GB.
+    memory_per_device_gb: int
+    #: NPUs (chips) per module. vLLM-Ascend's DeepSeek-V4-Flash tutorial lists a node
+    #: by modules (``64G × 8`` for A2, ``128G × 8`` for A3, at its line 26 at
+    #: v0.22.1rc1); Ray and ``npu-smi`` count chips, two per A3 module.
+    devices_per_module: int
+
+    @property
+    def tutorial_listing(self) -> str:
+        """The node as vLLM-Ascend's tutorials list it: memory per module × modules."""
+        modules = self.devices_per_node // self.devices_per_module
+        return f"{self.memory_per_device_gb * self.devices_per_module}G × {modules}"
 
     @property
     def image_tag_suffix(self) -> str:
@@ -59,6 +71,9 @@ A2 = NodeKind(
         "Ascend910B4",
         "Ascend910B4-1",
     ),
+    # The tutorial's `64G × 8` (DeepSeek-V4-Flash.md line 26 at v0.22.1rc1).
+    memory_per_device_gb=64,
+    devices_per_module=1,
 )
 
 #: Atlas 800 A3: sixteen Ascend 910_93 devices.
@@ -73,6 +88,11 @@ A3 = NodeKind(
         "Ascend910_9372",
         "Ascend910_9361",
     ),
+    # `128G × 8` in the DeepSeek-V4-Flash tutorial (line 26), `64G × 16` in the
+    # single-node long-sequence tutorial (docs/source/tutorials/features/
+    # long_sequence_context_parallel_single_node.md line 13), both at v0.22.1rc1.
+    memory_per_device_gb=64,
+    devices_per_module=2,
 )
 
 NODE_KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (A2, A3)}

@@ -42,8 +42,10 @@ def test_each_kind_shows_its_data(name: str, language: str) -> None:
     for os in OPERATING_SYSTEMS:
         assert DEFAULT_RELEASE.image(name, os) in text
     numbers = re.findall(r"\d+", text)
+    assert kind.tutorial_listing in text
     for value in (
         kind.devices_per_node,
+        kind.memory_per_device_gb,
         run.data_parallel_size,
         run.tensor_parallel_size,
         run.max_model_len,

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.fake_npu
 
 #: A node without NPUs (the fake cluster still gives it an accelerator-type
 #: resource, which no bundle here asks for).
-CPU_ONLY = NodeKind(name="CPU only", devices_per_node=0, soc_names=())
+CPU_ONLY = NodeKind(
+    name="CPU only", devices_per_node=0, soc_names=(), memory_per_device_gb=0, devices_per_module=1
+)
 #: The check answers as soon as the driver has imported Serve LLM and run the recipe.
 DEPLOY_TIMEOUT_S = 180
 
