@@ -60,40 +60,84 @@ def test_every_page_has_copy_buttons_and_no_console_errors(
     assert total_code_blocks > 50
 
 
-@pytest.mark.parametrize("edition", EDITIONS)
-def test_the_a2_and_a3_tabs_switch_together(
-    browser: WebDriver, site_url: str, edition: str, screenshots: Path
-) -> None:
-    _open(browser, f"{site_url}/{EDITIONS[edition]}npu-ascend.html")
-    # sphinx-design remembers the last tab chosen; start from the page's default.
-    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
-    _open(browser, f"{site_url}/{EDITIONS[edition]}npu-ascend.html")
-    panels = {
-        kind: browser.find_elements(By.CSS_SELECTOR, f"label.sd-tab-label[data-sync-id='{kind}']")
+#: The pages whose steps differ between the node kinds, each with synced A2 / A3 tabs.
+NODE_KIND_PAGES = ("npu-ascend.html", "vllm-ascend-compose.html", "quickstart.html")
+
+
+def _node_kind_tabs(browser: WebDriver) -> dict[str, list]:
+    """The page's A2 and A3 tab labels of the node-kind sync group."""
+    return {
+        kind: browser.find_elements(
+            By.CSS_SELECTOR,
+            f"label.sd-tab-label[data-sync-group='node-kind'][data-sync-id='{kind}']",
+        )
         for kind in ("a2", "a3")
     }
-    assert len(panels["a2"]) == len(panels["a3"]) >= 2
 
-    def shown(kind: str) -> list[bool]:
-        return [
-            browser.find_element(By.ID, label.get_attribute("aria-controls")).is_displayed()
-            for label in panels[kind]
-        ]
 
-    assert shown("a2") == [True] * len(panels["a2"]) and not any(shown("a3"))
+def _shown(browser: WebDriver, labels: list) -> list[bool]:
+    return [
+        browser.find_element(By.ID, label.get_attribute("aria-controls")).is_displayed()
+        for label in labels
+    ]
+
+
+@pytest.mark.parametrize("page", NODE_KIND_PAGES)
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_a2_and_a3_tabs_switch_together(
+    browser: WebDriver, site_url: str, edition: str, page: str, screenshots: Path
+) -> None:
+    _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+    # sphinx-design remembers the last tab chosen; start from the page's default.
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
+    _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+    panels = _node_kind_tabs(browser)
+    # Every tab label of the page is in the node-kind group: no set syncs on its own.
+    ungrouped = [
+        label.get_attribute("textContent").strip()
+        for label in browser.find_elements(By.CSS_SELECTOR, "label.sd-tab-label")
+        if label.get_attribute("data-sync-group") != "node-kind"
+    ]
+    assert ungrouped == [], page
+    assert len(panels["a2"]) == len(panels["a3"]) >= 2, page
+
+    assert _shown(browser, panels["a2"]) == [True] * len(panels["a2"])
+    assert not any(_shown(browser, panels["a3"]))
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", panels["a3"][0])
     panels["a3"][0].click()
     # sphinx-design syncs tab sets on the same key: one click switches every A2/A3 pair.
-    WebDriverWait(browser, 5).until(lambda _: all(shown("a3")))
-    assert not any(shown("a2"))
+    WebDriverWait(browser, 5).until(lambda _: all(_shown(browser, panels["a3"])))
+    assert not any(_shown(browser, panels["a2"]))
     # The A3 container maps all sixteen devices; some A3 panel shows it.
     a3_texts = [
         browser.find_element(By.ID, label.get_attribute("aria-controls")).text
         for label in panels["a3"]
     ]
     assert any("davinci15" in text for text in a3_texts), a3_texts
-    browser.save_screenshot(str(screenshots / f"{edition}-tabs-a3.png"))
+    browser.save_screenshot(
+        str(screenshots / f"{edition}-{page.removesuffix('.html')}-tabs-a3.png")
+    )
     assert _console_errors(browser) == []
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_node_kind_chosen_on_one_page_opens_the_next(
+    browser: WebDriver, site_url: str, edition: str
+) -> None:
+    base = f"{site_url}/{EDITIONS[edition]}"
+    _open(browser, f"{base}npu-ascend.html")
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
+    _open(browser, f"{base}npu-ascend.html")
+    a3 = _node_kind_tabs(browser)["a3"][0]
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", a3)
+    a3.click()
+    # The same sync group on every page: the choice carries to the pages after it.
+    for page in NODE_KIND_PAGES[1:]:
+        _open(browser, f"{base}{page}")
+        panels = _node_kind_tabs(browser)
+        assert all(_shown(browser, panels["a3"])), page
+        assert not any(_shown(browser, panels["a2"])), page
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
