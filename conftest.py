@@ -18,10 +18,13 @@ PLUGIN_TESTS = Path("tests") / "plugin"
 #: Path (from the repository's root) -> the xdist group of every test below it. A
 #: group runs in one worker, in collection order; other tests are spread by module.
 WORKER_GROUPS: dict[Path, str] = {
-    # The pages' servers, the dry-run of tests/fake_tier and its A3 run all listen on
-    # port 8000, the port the pages tell readers to use: one at a time.
+    # The pages' servers and these tests' servers listen on port 8000, the port the
+    # pages tell readers to use: one at a time. The two A3 runs, the largest in
+    # memory (10 to 14 GB), thereby never overlap.
     Path("docs"): "port-8000",
-    Path("tests") / "fake_tier": "port-8000",
+    Path("tests") / "fake_tier" / "test_fake_npu_end_to_end.py": "port-8000",
+    Path("tests") / "fake_tier" / "test_fake_npu_a3_data_parallel.py": "port-8000",
+    Path("tests") / "fake_tier" / "test_fake_npu_a3_compose.py": "port-8000",
     # Packages whose tests share one served app (a package- or session-scoped
     # fixture): in two workers it would start twice.
     Path("tests") / "resilience": "resilience",

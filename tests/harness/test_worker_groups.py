@@ -14,9 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
-#: Tests of two groups, from three directories; the static checks of a page are quick.
+#: Tests of two groups and free ones; the static checks of a page are quick.
 SLICE = [
     "docs/checks.md",
+    "docs/testing.md",
     "tests/fake_tier/test_adapter.py",
     "tests/plugin/test_data_parallel.py::test_build_dp_app_accepts_a_gang_the_cluster_holds",
     "tests/plugin/test_data_parallel.py::test_dp2_tp4_fits_one_a2_node",
@@ -40,11 +41,14 @@ def test_each_group_runs_in_one_worker_and_other_tests_run_free() -> None:
     for worker, nodeid in ran:
         group = nodeid.rpartition("@")[2] if "@" in nodeid else "none"
         workers_of[group].add(worker)
-    page_tests = [nodeid for _, nodeid in ran if nodeid.startswith("docs/checks.md")]
+    page_tests = [nodeid for _, nodeid in ran if nodeid.startswith("docs/")]
     assert page_tests, result.stdout[-4000:]
-    # A page and the dry-run tests share port 8000: one worker for both directories.
+    # Pages share port 8000: one worker runs them all. tests/fake_tier's static tests
+    # don't use it and run free.
+    assert {nodeid.split("::")[0] for nodeid in page_tests} == {"docs/checks.md", "docs/testing.md"}
     assert all(nodeid.endswith("@port-8000") for nodeid in page_tests)
     assert len(workers_of["port-8000"]) == 1, dict(workers_of)
+    assert not any("@" in nodeid for _, nodeid in ran if "test_adapter" in nodeid)
     # The worker that ran the page hands its tally to the controller, which prints it once.
     tallies = re.findall(r"^docs harness \(.*$", result.stdout, re.MULTILINE)
     assert len(tallies) == 1 and f"{len(page_tests)} checked statically" in tallies[0], tallies
