@@ -6,25 +6,39 @@ sixteen), serves a tiny mixture-of-experts model and drops expert parallel, whic
 crashes vLLM's CPU MoE kernel (both changes logged; ray_serve_npu.testing.adapter).
 What is real: Ray Serve LLM's data-parallel gang, the npu kind's bundles, Ray's
 NPU assignment and ``ASCEND_RT_VISIBLE_DEVICES``, vLLM's data-parallel engine,
-the OpenAI endpoint.
+the OpenAI endpoint. The last test kills one rank and measures how Serve restarts
+the gang.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openai import OpenAI
 
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
 from ray_serve_npu.testing.cluster import FakeNode
 from ray_serve_npu.testing.fake_tier import FakeNPUTier, fake_npu_tier
 from ray_serve_npu.testing.processes import ProcessServer
+from tests.resilience.fake_serving import (
+    OpenStreams,
+    StreamOutcome,
+    chat_body,
+    stream_many,
+    wait_for_success,
+)
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 MODEL_ID = "deepseek-v4-flash"
@@ -77,6 +91,11 @@ print("STATE", json.dumps({
         for name, d in app.deployments.items()
     },
     "groups": [t for t in placement_group_table().values() if t["state"] == "CREATED"],
+    # Serve names each replica's actor SERVE_REPLICA::<app>#<deployment>#<replica id>.
+    "replica_actors": sorted(
+        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].startswith("SERVE_REPLICA::default#")
+    ),
 }))
 """
     result = subprocess.run(
@@ -112,12 +131,30 @@ def test_fake_a3_four_dp_ranks_run_as_one_gang_on_npus(
     assert len(set(gang["bundles_to_node_id"].values())) == 1
 
 
-def test_fake_a3_each_rank_sees_its_own_npus(a3_tier: FakeNPUTier, server: ProcessServer) -> None:
-    records = [json.loads(p.read_text()) for p in a3_tier.device_record_dir.glob("*.json")]
-    # Engine workers are actors; the engine-config tasks hold a token fraction.
+def _engine_workers(tier: FakeNPUTier, *, live_only: bool = False) -> list[dict[str, Any]]:
+    """The device records of the ranks' engine workers (testing/vllm_plugins.py), by pid.
+
+    Engine workers are actors; the engine-config tasks hold a token fraction of an
+    NPU and no actor. With ``live_only``, only the workers whose process still runs.
+    """
+    records = [json.loads(p.read_text()) for p in tier.device_record_dir.glob("*.json")]
     workers = [record for record in records if record["ray_npu_ids"] and record["actor_id"]]
+    if live_only:
+        workers = [record for record in workers if _pid_alive(record["pid"])]
+    return sorted(workers, key=lambda record: record["pid"])
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _assert_ranks_see_their_own_npus(workers: list[dict[str, Any]]) -> None:
     visible = [frozenset(record[VISIBLE_DEVICES_ENV_VAR].split(",")) for record in workers]
-    assert len(workers) == RANKS, records
+    assert len(workers) == RANKS, workers
     # Each engine worker sees exactly the NPUs Ray assigned it.
     for record, devices in zip(workers, visible, strict=True):
         assert devices == frozenset(record["ray_npu_ids"])
@@ -125,6 +162,10 @@ def test_fake_a3_each_rank_sees_its_own_npus(a3_tier: FakeNPUTier, server: Proce
     # all of them devices of the fake A3 node.
     assert sum(len(devices) for devices in visible) == len(frozenset().union(*visible)) == RANKS
     assert frozenset().union(*visible) <= {str(i) for i in range(A3.devices_per_node)}
+
+
+def test_fake_a3_each_rank_sees_its_own_npus(a3_tier: FakeNPUTier, server: ProcessServer) -> None:
+    _assert_ranks_see_their_own_npus(_engine_workers(a3_tier))
 
 
 def test_fake_a3_chat_and_stream_through_the_openai_endpoint(client: OpenAI) -> None:
@@ -148,3 +189,232 @@ def test_fake_a3_adapter_says_what_it_changed(server: ProcessServer) -> None:
     assert "dropped engine_kwargs.enable_expert_parallel=True (vLLM's CPU build crashes" in log
     assert "engine_kwargs.tensor_parallel_size: 4 -> 1 (one CPU engine worker per" in log
     assert "engine_kwargs.data_parallel_size" not in log
+
+
+#: Concurrent streaming clients during the kill, and how many of them must have
+#: begun their answers (sent a chunk, still open) when it lands.
+KILL_CLIENTS = RANKS * 2
+STREAMS_OPEN_AT_KILL = RANKS
+#: Long answers, so that the kill lands mid-answer; the fake tier's context is 1024.
+KILL_TOKENS_PER_ANSWER = 900
+#: A stream still open this long after it began counts as a hang.
+KILL_STREAM_TIMEOUT_S = 300
+#: Every stream the kill cuts ends within this long after it: at worst three failed
+#: health checks 10 s apart, then the gang's force-stop. Measured: 2.7 to 8.2 s, as
+#: the other ranks' engines fail with the killed one.
+CUT_STREAMS_END_WITHIN_S = 60
+#: Kill to a served chat request: the health check, then four new ranks start
+#: (the first start takes about 140 s here, see RANKS_READY_TIMEOUT_S).
+RECOVERY_DEADLINE_S = 600
+#: What Serve's controller logs for each replica it stops in a gang restart
+#: (ray/serve/_private/deployment_state.py at 2.60.0): a healthy member of the gang
+#: (lines 5270-5275), and the member that failed its health check (lines 5289-5293).
+STOPPED_AS_HEALTHY_MEMBER = "Forcefully stopping it because RESTART_GANG runtime failure policy"
+STOPPED_AS_FAILED_MEMBER = "failed health check, forcefully stopping it as part of gang restart"
+
+
+def _replica_id(actor_name: str) -> str:
+    """The replica id in a replica actor's name, ``SERVE_REPLICA::<app>#<deployment>#<id>``."""
+    return actor_name.rsplit("#", 1)[-1]
+
+
+def _dp_replica_ids(state: dict[str, Any]) -> set[str]:
+    return {
+        _replica_id(name)
+        for name in state["replica_actors"]
+        if name.split("#")[1].startswith("DPServer")
+    }
+
+
+def _gang_group_ids(state: dict[str, Any]) -> list[str]:
+    """The ids (first 8 digits) of the gangs' placement groups in a :func:`_cluster_state`."""
+    return sorted(
+        group["placement_group_id"][:8]
+        for group in state["groups"]
+        if group["name"].startswith("SERVE_GANG")
+    )
+
+
+def _controller_warnings(tier: FakeNPUTier, replica_ids: set[str]) -> dict[str, set[str]]:
+    """Replica id -> what Serve's controller logged about it at WARNING or above.
+
+    The controller writes serve/controller_<pid>.log and, the same lines, its
+    stderr (worker-*-<pid>.err); measured here, its gang-restart lines were in the
+    stderr file and not yet in the .log file when the test read them. Read both.
+    """
+    said: dict[str, set[str]] = {replica_id: set() for replica_id in replica_ids}
+    logs = tier.cluster.temp_dir / "session_latest" / "logs"
+    paths = []
+    for path in sorted((logs / "serve").glob("controller_*.log")):
+        pid = path.stem.removeprefix("controller_")
+        paths += [path, *sorted(logs.glob(f"worker-*-{pid}.err"))]
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith(("WARNING", "ERROR")) and "Replica(id='" in line:
+                replica_id = line.split("Replica(id='", 1)[1].split("'", 1)[0]
+                if replica_id in said:
+                    said[replica_id].add(line.split(" -- ", 1)[-1])
+    return said
+
+
+async def _kill_while_streaming(base_url: str, pid: int) -> tuple[list[StreamOutcome], float]:
+    """Stream KILL_CLIENTS long answers; SIGKILL ``pid`` once enough have begun."""
+    open_streams = OpenStreams(STREAMS_OPEN_AT_KILL)
+    bodies = [
+        chat_body(f"Rank kill {index}", max_tokens=KILL_TOKENS_PER_ANSWER, ignore_eos=True)
+        for index in range(KILL_CLIENTS)
+    ]
+    load = asyncio.ensure_future(
+        stream_many(base_url, bodies, KILL_STREAM_TIMEOUT_S, open_streams=open_streams)
+    )
+    try:
+        await asyncio.wait_for(open_streams.reached.wait(), KILL_STREAM_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        raise AssertionError(
+            f"{STREAMS_OPEN_AT_KILL} streams were never open at once within "
+            f"{KILL_STREAM_TIMEOUT_S} s: {await load}"
+        ) from None
+    # No await between the count and the kill: the streams counted are open at the kill.
+    killed_at = time.time()
+    os.kill(pid, signal.SIGKILL)
+    return await load, killed_at
+
+
+def _fault_of(outcome: StreamOutcome) -> str:
+    """How one stream ended, as its client saw it."""
+    if outcome.completed:
+        return "completed"
+    if outcome.timed_out:
+        return "hung"
+    if outcome.status == 200 and outcome.error_events:
+        return f"error event {outcome.error_events[-1]['error']['type']}"
+    if outcome.status is not None and outcome.status != 200:
+        return f"HTTP {outcome.status}"
+    return f"broken: {outcome.error}"
+
+
+def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
+    a3_tier: FakeNPUTier, server: ProcessServer, record_figure: Any
+) -> None:
+    """SIGKILL one rank's engine worker mid-answer: Serve replaces all four ranks.
+
+    The kill is what a device fault does on an NPU host: the process that holds
+    the NPU dies, the replica actor above it lives. Ray 2.60.0's policy, read in
+    its wheel (paths under ``ray/``):
+
+    - ``llm/_internal/serve/serving_patterns/data_parallel/dp_server.py:283-287``:
+      ``DPServer`` deploys its ranks as one gang of ``data_parallel_size`` replicas,
+      ``PACK`` placement, ``runtime_failure_policy=RESTART_GANG``.
+    - ``serve/config.py:1266-1282``: ``RESTART_GANG`` is the default and the only
+      policy accepted; ``RESTART_REPLICA`` raises ``NotImplementedError``.
+    - ``llm/_internal/serve/core/server/llm_server.py:590-601``: a replica's health
+      check raises once its engine is dead; ``llm/_internal/serve/constants.py:36-41``
+      and ``core/server/builder.py:27-31``: checked every 10 s, 10 s timeout;
+      ``serve/_private/constants.py:329``: unhealthy after three failures in a row.
+    - ``serve/_private/deployment_state.py:5475-5489`` (``check_and_update_replicas``)
+      hands the health-check results to ``_forcefully_stop_gang_replicas``
+      (lines 5204-5304): every member of a gang with an unhealthy or missing
+      member is stopped, healthy siblings too, without a graceful stop, and the
+      gang is scheduled again as a whole.
+
+    Measured here: the other ranks' engines fail with the killed one, so every
+    open stream ends in ENGINE_FAILED's event; the first rank to fail three checks
+    is stopped as the failed member and the other three as healthy members.
+    """
+    before = _cluster_state(a3_tier)
+    old_replicas = _dp_replica_ids(before)
+    old_workers = _engine_workers(a3_tier, live_only=True)
+    assert len(old_replicas) == RANKS, before["replica_actors"]
+    assert len(old_workers) == RANKS, old_workers
+    victim = old_workers[0]
+
+    outcomes, killed_at = asyncio.run(_kill_while_streaming(server.base_url, victim["pid"]))
+
+    # What the streams saw.
+    ends = Counter(_fault_of(outcome) for outcome in outcomes)
+    record_figure(
+        "streams at the kill (open / all)",
+        f"{sum(o.open_at(killed_at) for o in outcomes)}/{len(outcomes)}",
+    )
+    record_figure("stream ends", dict(sorted(ends.items())))
+    cut = [outcome for outcome in outcomes if not outcome.completed]
+    if cut:
+        record_figure(
+            "kill to last cut stream's end s", round(max(o.ended_at for o in cut) - killed_at, 1)
+        )
+
+    # The app answers chat again.
+    answered_at = wait_for_success(server.base_url, RECOVERY_DEADLINE_S)
+    record_figure("kill to chat answered again s", round(answered_at - killed_at, 1))
+
+    # The new gang: four running replicas, none of them an old one, and four live
+    # engine workers, none of them an old process.
+    deadline = time.monotonic() + RECOVERY_DEADLINE_S
+    while True:
+        after = _cluster_state(a3_tier)
+        new_replicas = _dp_replica_ids(after)
+        new_workers = _engine_workers(a3_tier, live_only=True)
+        settled = (
+            after["replicas"]["DPServer:deepseek-v4-flash"] == {"RUNNING": RANKS}
+            and len(new_replicas) == RANKS
+            and len(new_workers) == RANKS
+        )
+        if settled:
+            break
+        assert time.monotonic() < deadline, (
+            f"no settled gang {RECOVERY_DEADLINE_S} s after the kill: replicas "
+            f"{after['replicas']}, replica ids {new_replicas}, live engine workers "
+            f"{[w['pid'] for w in new_workers]}"
+        )
+        time.sleep(5)
+    record_figure("kill to four new ranks RUNNING s", round(time.time() - killed_at, 1))
+    old_pids = {worker["pid"] for worker in old_workers}
+    new_pids = {worker["pid"] for worker in new_workers}
+    said = _controller_warnings(a3_tier, old_replicas)
+    failed = {
+        id_ for id_, lines in said.items() if any(STOPPED_AS_FAILED_MEMBER in x for x in lines)
+    }
+    siblings = {
+        id_ for id_, lines in said.items() if any(STOPPED_AS_HEALTHY_MEMBER in x for x in lines)
+    }
+    record_figure(
+        "old ranks the controller stopped (failed member / healthy members, RESTART_GANG)",
+        f"{len(failed)} / {len(siblings)}",
+    )
+    record_figure(
+        "old ranks replaced (replica / engine worker)",
+        f"{len(old_replicas - new_replicas)} / {len(old_pids - new_pids)}",
+    )
+    record_figure(
+        "gang placement groups (before / after)",
+        f"{_gang_group_ids(before)} / {_gang_group_ids(after)}",
+    )
+    record_figure("killed worker's NPUs", victim[VISIBLE_DEVICES_ENV_VAR])
+    record_figure("new ranks' NPUs", sorted(w[VISIBLE_DEVICES_ENV_VAR] for w in new_workers))
+
+    # RESTART_GANG: all four ranks are new, not just the killed one's, and the
+    # controller says it stopped each old rank as part of the gang.
+    assert new_replicas.isdisjoint(old_replicas), (old_replicas, new_replicas)
+    assert new_pids.isdisjoint(old_pids), (old_pids, new_pids)
+    assert {w["actor_id"] for w in new_workers}.isdisjoint({w["actor_id"] for w in old_workers})
+    # The new ranks again each see only their own NPUs, disjoint, on the A3 node.
+    _assert_ranks_see_their_own_npus(new_workers)
+    # No stream hung; every stream the kill cut ended in one of the plugin's error
+    # events (ray_serve_npu.streams) or, before its first chunk, an HTTP 5xx.
+    hung = [outcome for outcome in outcomes if outcome.timed_out]
+    assert not hung, f"{len(hung)} streams hung: {hung}"
+    assert cut, f"the kill cut no stream: {outcomes}"
+    faults = {fault.error_type: fault for fault in (ENGINE_FAILED, REPLICA_LOST)}
+    for outcome in cut:
+        if outcome.status == 200:
+            (event,) = outcome.error_events
+            fault = faults[event["error"]["type"]]
+            assert event == fault.error(outcome.request_id), outcome
+            assert outcome.done, outcome
+        else:
+            assert outcome.status is not None and outcome.status >= 500, outcome
+    assert max(o.ended_at for o in cut) - killed_at <= CUT_STREAMS_END_WITHIN_S
+    # RESTART_GANG, in the controller's words: it stopped every old rank as a member
+    # of the gang, the failed one and the healthy ones alike.
+    assert failed, said
+    assert failed | siblings == old_replicas, said
