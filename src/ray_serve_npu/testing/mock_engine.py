@@ -8,22 +8,40 @@ placement group exactly as for a real engine; the mock starts instantly and
 answers chat requests (not streamed) with a fixed text after holding each one for
 ``RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S`` seconds (default 0), so that tests can keep
 requests in flight, as Serve's autoscaling needs to see load. It serves nothing else.
+
+:class:`PlacementProbeEngine` is the same mock for data-parallel placement tests:
+at start it records, for the test process to read, the NPUs Ray gives its rank.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncGenerator
 from typing import Any, NoReturn
 
+import ray
+from ray import serve
+from ray.experimental.internal_kv import _internal_kv_put
 from ray.llm._internal.serve.core.configs.openai_api_models import ChatCompletionResponse
 from ray.llm._internal.serve.core.engine.protocol import LLMEngine
+from ray.util.placement_group import get_current_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from ray_serve_npu.hardware import NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR
 
 #: Seconds the mock holds each chat request before it answers.
 HOLD_ENV_VAR = "RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S"
 #: The text of every mock answer.
 MOCK_ANSWER = "mock answer"
+#: The variable in which Ray Serve LLM's ``DPServer`` hands its rank's bundle
+#: indices to vLLM's Ray executor (``dp_server.py``).
+BUNDLE_INDICES_ENV_VAR = "VLLM_RAY_BUNDLE_INDICES"
+#: Prefix of the GCS key under which each :class:`PlacementProbeEngine` leaves its record.
+PROBE_KEY_PREFIX = "ray_serve_npu:placement_probe/"
+#: Seconds one probe task may take to be placed and to answer.
+PROBE_TIMEOUT_S = 120.0
 
 
 class MockEngine(LLMEngine):
@@ -94,3 +112,70 @@ class MockEngine(LLMEngine):
     ) -> AsyncGenerator[Any, None]:
         self._refuse("transcription")
         yield  # pragma: no cover
+
+
+def _device_probe() -> dict[str, Any]:
+    """What a worker on one NPU bundle sees: Ray's NPU ids, the visible devices, its node."""
+    context = ray.get_runtime_context()
+    return {
+        "npu_ids": context.get_accelerator_ids().get(NPU_RESOURCE, []),
+        VISIBLE_DEVICES_ENV_VAR: os.environ.get(VISIBLE_DEVICES_ENV_VAR),
+        "node_id": context.get_node_id(),
+    }
+
+
+class PlacementProbeEngine(MockEngine):
+    """:class:`MockEngine` that starts on its rank's bundles what vLLM's Ray executor would.
+
+    ``DPServer`` names the rank's bundles of the gang's placement group in
+    ``VLLM_RAY_BUNDLE_INDICES``; vLLM's Ray executor starts one worker on each,
+    asking for one ``NPU`` and no CPU (vLLM-Ascend's ``ray_device_key``). The probe
+    runs one such task per bundle, so Ray assigns the NPU ids and sets
+    ``ASCEND_RT_VISIBLE_DEVICES`` as for the engine's workers, and stores what it
+    saw, with the replica's DP and gang ranks, under
+    ``PROBE_KEY_PREFIX + <replica id>`` in the cluster's GCS key-value store.
+    A task that cannot be placed fails the start within :data:`PROBE_TIMEOUT_S`.
+    """
+
+    async def start(self) -> None:
+        replica = serve.get_replica_context()
+        gang = replica.gang_context
+        indices_text = os.environ.get(BUNDLE_INDICES_ENV_VAR)
+        placement_group = get_current_placement_group()
+        if gang is None or not indices_text or placement_group is None:
+            raise RuntimeError(
+                "PlacementProbeEngine runs in a DPServer replica of a gang: found gang "
+                f"context {gang!r}, {BUNDLE_INDICES_ENV_VAR}={indices_text!r}, "
+                f"placement group {placement_group!r}."
+            )
+        indices = [int(index) for index in indices_text.split(",")]
+        probe = ray.remote(num_cpus=0, resources={NPU_RESOURCE: 1})(_device_probe)
+        refs = [
+            probe.options(
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=placement_group, placement_group_bundle_index=index
+                )
+            ).remote()
+            for index in indices
+        ]
+        try:
+            workers = await asyncio.wait_for(asyncio.gather(*refs), PROBE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise RuntimeError(
+                f"PlacementProbeEngine: no NPU worker answered on bundles {indices} of "
+                f"placement group {placement_group.id.hex()} within {PROBE_TIMEOUT_S} s."
+            ) from None
+        record = {
+            "replica_id": replica.replica_id.unique_id,
+            "gang_id": gang.gang_id,
+            "gang_rank": gang.rank,
+            "data_parallel_rank": self.llm_config.engine_kwargs.get("data_parallel_rank"),
+            "placement_group_id": placement_group.id.hex(),
+            "bundle_indices": indices,
+            "workers": workers,
+        }
+        _internal_kv_put(
+            (PROBE_KEY_PREFIX + replica.replica_id.unique_id).encode(),
+            json.dumps(record).encode(),
+            overwrite=True,
+        )
