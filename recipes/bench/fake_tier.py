@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.testing.adapter import adapt_llm_config
-from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
 from ray_serve_npu.testing.processes import (
     ProcessServer,
     free_port,
@@ -55,7 +55,6 @@ from .levers import (
     LeverError,
     by_cluster,
     deploy,
-    environ,
     haproxy_env,
     lever_table,
     select_levers,

@@ -18,13 +18,12 @@ environment, which exits once Serve runs the app (Serve's controller is detached
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -148,21 +147,6 @@ def haproxy_env() -> dict[str, str]:
         "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
         "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
     }
-
-
-@contextlib.contextmanager
-def environ(changes: Mapping[str, str]) -> Iterator[None]:
-    """``changes`` in os.environ until exit (a fake cluster's ``ray start`` copies it)."""
-    saved = {name: os.environ.get(name) for name in changes}
-    os.environ.update(changes)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def deploy(

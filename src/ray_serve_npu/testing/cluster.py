@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,6 +56,24 @@ class FakeNode(BaseModel, frozen=True):
             NPU_RESOURCE: self.node_kind.devices_per_node,
             f"accelerator_type:{self.soc_name}": 1,
         }
+
+
+@contextmanager
+def environ(changes: Mapping[str, str]) -> Iterator[None]:
+    """``changes`` in os.environ until exit, then the values before them.
+
+    A fake cluster's ``ray start`` and a driver's ``ray.init`` read os.environ.
+    """
+    saved = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _free_port(host: str) -> int:
@@ -151,17 +169,11 @@ class FakeNPUCluster:
         of Ray's config in this process: enter before ``ray.init`` and leave after
         ``ray.shutdown``.
         """
-        saved = {name: os.environ.get(name) for name in self.env()}
-        os.environ.update(self.env())
-        _reload_ray_auth()
         try:
-            yield
+            with environ(self.env()):
+                _reload_ray_auth()
+                yield
         finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
             _reload_ray_auth()
 
     def _ray_start(self, node: FakeNode, index: int) -> subprocess.Popen[bytes]:
