@@ -31,18 +31,24 @@ class ProcessServer:
         return self.log_file.read_text(errors="replace")
 
 
-def ensure_port_free(port: int, host: str = "127.0.0.1") -> None:
+def ensure_port_free(port: int, host: str = "127.0.0.1", wait_s: float = 60) -> None:
     """Refuse to start a page's server on a port that another server already answers on.
 
     Otherwise the page's clients would talk to that other server: a 404 for the
-    model, or a pass for the wrong reason.
+    model, or a pass for the wrong reason. A server that is still stopping (the
+    previous test's) gets ``wait_s`` seconds to let go of the port first.
     """
-    with socket.socket() as probe:
-        if probe.connect_ex((host, port)) == 0:
+    deadline = time.monotonic() + wait_s
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex((host, port)) != 0:
+                return
+        if time.monotonic() >= deadline:
             raise RuntimeError(
-                f"port {port} on {host} is already taken by another server; stop it, so that "
-                "the clients reach the server this page starts"
+                f"port {port} on {host} is still taken by another server after {wait_s} s; "
+                "stop it, so that the clients reach the server this page starts"
             )
+        time.sleep(1)
 
 
 def free_port() -> int:
