@@ -14,6 +14,9 @@ def test_a_taken_port_is_refused_with_the_reason() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        with pytest.raises(RuntimeError, match=f"port {port} on 127.0.0.1 is still taken by another server after 2 s"):
+        with pytest.raises(
+            RuntimeError,
+            match=f"port {port} on 127.0.0.1 is still taken by another server after 2 s",
+        ):
             ensure_port_free(port, wait_s=2)
     ensure_port_free(port)  # closed again: free
