@@ -9,6 +9,7 @@ import pytest
 import ray
 
 import ray_serve_npu
+from ray_serve_npu.testing.processes import free_port
 
 # Installed, the package's .pth hook activates the npu kind when Ray Serve LLM
 # loads; the explicit call covers a run from a source tree, where no hook runs.
@@ -32,10 +33,14 @@ def ray_with_fake_npus() -> Iterator[None]:
             include_dashboard=False,
             _temp_dir=temp_dir,
         )
+        from ray import serve
+
+        # Serve's proxy would take port 8000, which the pages' servers use in the
+        # other xdist worker; two proxies there share it and answer each other's
+        # clients. No test here sends HTTP to Serve.
+        serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
         try:
             yield
         finally:
-            from ray import serve
-
             serve.shutdown()
             ray.shutdown()
