@@ -57,8 +57,9 @@ PROBE_ENGINE_ENV = {
 }
 #: Serve's prefix for a gang's placement group name (serve/_private/common.py:22 at 2.60.0).
 GANG_PG_PREFIX = "SERVE_GANG::"
-#: Four replicas start on two cores; each imports Ray Serve LLM.
-RUNNING_TIMEOUT_S = 300
+#: Four replicas start on two cores, each importing Ray Serve LLM, beside the other
+#: worker's runs; longer than the probe's own bound (mock_engine.PROBE_TIMEOUT_S).
+RUNNING_TIMEOUT_S = 900
 
 
 @pytest.fixture

@@ -40,8 +40,9 @@ MOCK_ANSWER = "mock answer"
 BUNDLE_INDICES_ENV_VAR = "VLLM_RAY_BUNDLE_INDICES"
 #: Prefix of the GCS key under which each :class:`PlacementProbeEngine` leaves its record.
 PROBE_KEY_PREFIX = "ray_serve_npu:placement_probe/"
-#: Seconds one probe task may take to be placed and to answer.
-PROBE_TIMEOUT_S = 120.0
+#: Seconds one probe task may take to be placed and to answer: under xdist the other
+#: worker may be starting the A3 run's four engines on the same two cores.
+PROBE_TIMEOUT_S = 600.0
 
 
 class MockEngine(LLMEngine):
