@@ -36,6 +36,7 @@ from tests.resilience.fake_serving import (
     OpenStreams,
     StreamOutcome,
     chat_body,
+    pid_alive,
     stream_many,
     wait_for_success,
 )
@@ -140,16 +141,8 @@ def _engine_workers(tier: FakeNPUTier, *, live_only: bool = False) -> list[dict[
     records = [json.loads(p.read_text()) for p in tier.device_record_dir.glob("*.json")]
     workers = [record for record in records if record["ray_npu_ids"] and record["actor_id"]]
     if live_only:
-        workers = [record for record in workers if _pid_alive(record["pid"])]
+        workers = [record for record in workers if pid_alive(record["pid"])]
     return sorted(workers, key=lambda record: record["pid"])
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _assert_ranks_see_their_own_npus(workers: list[dict[str, Any]]) -> None:

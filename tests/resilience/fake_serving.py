@@ -110,12 +110,13 @@ class ServedApp:
         pids = []
         for path in self.device_record_dir.glob("*.json"):
             record = json.loads(path.read_text())
-            if record["ray_npu_ids"] and _pid_alive(record["pid"]):
+            if record["ray_npu_ids"] and pid_alive(record["pid"]):
                 pids.append(int(record["pid"]))
         return pids
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (an engine worker a test may have killed)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
