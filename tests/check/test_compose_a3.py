@@ -12,6 +12,7 @@ import yaml
 from checker_data import ROOT
 
 from ray_serve_npu.check import check_file
+from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.findings import Severity
 from ray_serve_npu.hardware import A2, A3, NODE_KINDS
 from ray_serve_npu.releases import DEFAULT_RELEASE
@@ -186,9 +187,51 @@ def test_dp_times_tp_beyond_the_a3_node(tmp_path: Path) -> None:
 
 def test_a3_image_on_the_a2_layout_is_half_an_a3_node(tmp_path: Path) -> None:
     # Eight of an A3 node's sixteen NPUs with TP 8: a layout an A3 node runs, so the A3
-    # image is right for it; nothing in a Compose file says the node is an A2.
+    # image is right for it; nothing in a Compose file says the node is an A2
+    # (check --node-kind does, below).
     path = _planted(tmp_path, "A2", f"image: {A2_IMAGE}\n", f"image: {A3_IMAGE}\n")
     assert check_file(path) == []
+
+
+@pytest.mark.parametrize("kind", sorted(COMPOSE))
+def test_node_kind_option_passes_each_compose_file_on_its_own_kind(
+    kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--node-kind", kind, str(COMPOSE[kind])]) == 0
+    assert capsys.readouterr().out == "1 file(s) checked: 0 finding(s)\n"
+
+
+@pytest.mark.parametrize(
+    ("file_kind", "node", "image", "other"),
+    [("A2", A3, A2_IMAGE, A3_IMAGE), ("A3", A2, A3_IMAGE, A2_IMAGE)],
+    ids=["a2-file-on-an-a3-node", "a3-file-on-an-a2-node"],
+)
+def test_node_kind_option_flags_the_other_kinds_image(
+    file_kind: str, node, image: str, other: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--node-kind", node.name, str(COMPOSE[file_kind])]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "image-node-kind-mismatch" in line]
+    assert f"`image` {image} is built for {NODE_KINDS[file_kind].name} nodes" in line
+    assert f"but --node-kind {node.name} says the node is an {node.name}" in line
+    assert line.endswith(f"(fix: image: {other})")
+
+
+def test_node_kind_option_flags_the_a3_layout_on_an_a2_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--node-kind", "A2", str(COMPOSE["A3"])]) == 1
+    (line,) = [
+        line for line in capsys.readouterr().out.splitlines() if "parallel-exceeds-node" in line
+    ]
+    assert f"= {A3.devices_per_node} NPUs, but one A2 node has {A2.devices_per_node}" in line
+
+
+def test_node_kind_option_refuses_an_unknown_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--node-kind", "A5", str(COMPOSE["A2"])]) == 2
+    assert "argument --node-kind: invalid choice: 'A5' (choose from 'A2', 'A3')" in (
+        capsys.readouterr().err
+    )
 
 
 SERVE_CONFIG = """\

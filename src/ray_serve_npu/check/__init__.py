@@ -204,10 +204,19 @@ def run_rules(parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
 
 
 def check_file(
-    path: str | Path, release: str | None = None, execute_recipes: bool = False
+    path: str | Path,
+    release: str | None = None,
+    execute_recipes: bool = False,
+    node_kind: str | None = None,
 ) -> list[Finding]:
-    """Findings for one file; ``release`` forces the rule file, else the image tag chooses."""
+    """Findings for one file; ``release`` forces the rule file, else the image tag chooses.
+
+    ``node_kind`` (a key of ``hardware.NODE_KINDS``) is the node every deployment of the
+    file runs on, judged as its accelerator type is.
+    """
     parsed = parse_file(path, execute_recipes)
+    for deployment in parsed.deployments:
+        deployment.node_kind = node_kind
     try:
         chosen = release or _release_for(parsed, default_release())
     except InputError as error:
@@ -288,7 +297,10 @@ def _files_to_check(paths: Iterable[str | Path], report: Report) -> list[tuple[P
 
 
 def check_paths(
-    paths: Iterable[str | Path], release: str | None = None, execute_recipes: bool = False
+    paths: Iterable[str | Path],
+    release: str | None = None,
+    execute_recipes: bool = False,
+    node_kind: str | None = None,
 ) -> Report:
     """Findings for every file (directories are walked for the kinds the checker reads).
 
@@ -299,7 +311,7 @@ def check_paths(
     files = _files_to_check(paths, report)
     for file, named in files:
         try:
-            report.findings += check_file(file, release, execute_recipes)
+            report.findings += check_file(file, release, execute_recipes, node_kind)
             report.checked += 1
         except NothingToCheck as error:
             if named:

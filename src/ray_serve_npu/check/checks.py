@@ -309,9 +309,23 @@ def _smallest_kind(npus: int) -> hardware.NodeKind | None:
     return min(fits, key=lambda k: k.devices_per_node, default=None)
 
 
+def _declarations(dep: Deployment) -> list[tuple[hardware.NodeKind, str]]:
+    """The node kinds the deployment is declared to run on, each with who says so: its
+    Ray accelerator type, and ``check --node-kind``."""
+    declared = []
+    if dep.accelerator_type and (kind := soc_node_kind(str(dep.accelerator_type.value))):
+        declared.append(
+            (kind, f"`accelerator_type` {dep.accelerator_type.value} is {_a(kind.name)} device")
+        )
+    if dep.node_kind:
+        kind = hardware.NODE_KINDS[dep.node_kind]
+        declared.append((kind, f"--node-kind {kind.name} says the node is {_a(kind.name)}"))
+    return declared
+
+
 def _declared_kind(dep: Deployment) -> hardware.NodeKind | None:
-    """The node kind the deployment names itself: its Ray accelerator type."""
-    return soc_node_kind(str(dep.accelerator_type.value)) if dep.accelerator_type else None
+    """The node kind the deployment is declared to run on (its accelerator type first)."""
+    return next((kind for kind, _ in _declarations(dep)), None)
 
 
 def _layout_needs(dep: Deployment) -> list[tuple[int, str]]:
@@ -367,46 +381,59 @@ def _image_for(image: str, kind: hardware.NodeKind) -> str | None:
 
 
 def check_image_node_kind(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
-    """The image's node kind against the one the deployment declares (its accelerator
-    type) or, declaring none, the smallest one its layout fits on."""
+    """The image's node kind against each one the deployment is declared to run on (its
+    accelerator type, ``check --node-kind``) or, declared on none, the smallest one its
+    layout fits on."""
     findings = []
     for dep in parsed.deployments:
         if not dep.image or not (built_for := image_node_kind(str(dep.image.value))):
             continue
-        image = str(dep.image.value)
-        layout = False
-        if (target := _declared_kind(dep)) is not None:
-            if target.name == built_for.name:
-                continue
-            assert dep.accelerator_type is not None
-            why = f"`accelerator_type` {dep.accelerator_type.value} is {_a(target.name)} device"
-        else:
+        declared = _declarations(dep)
+        # Every declaration the image contradicts; declaring none, the layout's need.
+        mismatches = [(kind, why, False) for kind, why in declared if kind.name != built_for.name]
+        if not declared:
             npus, asks = max(_layout_needs(dep), key=lambda need: need[0])
             target = _smallest_kind(npus)
             # Within the image's node kind, or beyond every node (parallel-exceeds-node).
-            if npus <= built_for.devices_per_node or target is None:
-                continue
-            why = f"{asks}, which needs {_a(target.name)} node ({target.devices_per_node} NPUs)"
-            layout = True
-        other = _image_for(image, target)
-        fix = f"image: {other}" if other else rule.fix
-        if other and layout:
-            # The layout, not the node, asks for the bigger kind: shrinking it is a fix too.
-            fix += (
-                f" on {_a(target.name)} node; or keep {image} and fit the service in "
-                f"{built_for.devices_per_node} NPUs"
-            )
-        findings.append(
-            _finding(
-                rule,
-                dep,
-                dep.image.line,
-                f"`image` {image} is built for {built_for.name} nodes "
-                f"({built_for.devices_per_node} NPUs), but {why}",
-                fix,
-            )
-        )
+            if npus > built_for.devices_per_node and target is not None:
+                needs = (
+                    f"{asks}, which needs {_a(target.name)} node ({target.devices_per_node} NPUs)"
+                )
+                mismatches.append((target, needs, True))
+        findings += [
+            _image_mismatch(rule, dep, built_for, target, why, layout)
+            for target, why, layout in mismatches
+        ]
     return findings
+
+
+def _image_mismatch(
+    rule: Rule,
+    dep: Deployment,
+    built_for: hardware.NodeKind,
+    target: hardware.NodeKind,
+    why: str,
+    layout: bool,
+) -> Finding:
+    """The finding for an image built for ``built_for`` where ``target`` is the node."""
+    assert dep.image is not None
+    image = str(dep.image.value)
+    other = _image_for(image, target)
+    fix = f"image: {other}" if other else rule.fix
+    if other and layout:
+        # The layout, not the node, asks for the bigger kind: shrinking it is a fix too.
+        fix += (
+            f" on {_a(target.name)} node; or keep {image} and fit the service in "
+            f"{built_for.devices_per_node} NPUs"
+        )
+    return _finding(
+        rule,
+        dep,
+        dep.image.line,
+        f"`image` {image} is built for {built_for.name} nodes "
+        f"({built_for.devices_per_node} NPUs), but {why}",
+        fix,
+    )
 
 
 def _a(name: str) -> str:

@@ -9,6 +9,7 @@ import os
 import sys
 
 from ray_serve_npu.check.findings import Severity
+from ray_serve_npu.hardware import NODE_KINDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,6 +29,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the vLLM-Ascend release whose rules judge every file (default: the release "
         "a file's vLLM-Ascend image names, else the release the recipes pin)",
+    )
+    parser.add_argument(
+        "--node-kind",
+        choices=sorted(NODE_KINDS),
+        default=None,
+        help="the node every file's deployments run on: flags an image built for another "
+        "node kind and a layout beyond the node's NPUs (default: the node kind a "
+        "deployment's accelerator_type names, else its image's)",
     )
     parser.add_argument(
         "--execute-recipes",
@@ -73,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.release:
             load_rules(args.release)
-        report = check_paths(args.paths, args.release, args.execute_recipes)
+        report = check_paths(args.paths, args.release, args.execute_recipes, args.node_kind)
     except (FileNotFoundError, ValueError) as error:
         print(f"ray-serve-npu check: {error}", file=sys.stderr)
         return 2

@@ -49,6 +49,8 @@ class Deployment(BaseModel):
     http_server_line: int | None = None
     # Ray accelerator type (an SoC name) that an LLMConfig asks for.
     accelerator_type: Setting | None = None
+    # Node kind the operator says the file runs on (`ray-serve-npu check --node-kind`).
+    node_kind: str | None = None
     # Host paths and volumes the container mounts.
     mounts: list[Mount] = Field(default_factory=list)
     # LLMConfig values the checker could not read without running the recipe: why, and where.
