@@ -9,6 +9,7 @@ import pytest
 import ray
 
 import ray_serve_npu
+from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
 from ray_serve_npu.testing.processes import free_port
 
 # Installed, the package's .pth hook activates the npu kind when Ray Serve LLM
@@ -17,8 +18,13 @@ ray_serve_npu.activate()
 
 
 @pytest.fixture(scope="module")
-def ray_with_fake_npus() -> Iterator[None]:
-    """A local Ray instance that advertises eight fake NPUs (no device behind them)."""
+def ray_with_fake_npus(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A local Ray instance that advertises a node's fake NPUs (no device behind them).
+
+    An A2 node's eight, or a node kind's own when a test parametrizes the fixture
+    indirectly with one (``ray_serve_npu.hardware.NodeKind``).
+    """
+    node_kind: NodeKind = getattr(request, "param", A2)
     # Ray's socket paths must stay short, hence a short temp dir.
     with tempfile.TemporaryDirectory(prefix="rsn-", dir="/tmp") as temp_dir:
         # A test elsewhere in the session may have left its own connection open.
@@ -29,7 +35,7 @@ def ray_with_fake_npus() -> Iterator[None]:
         ray.init(
             address="local",
             num_cpus=4,
-            resources={"NPU": 8},
+            resources={NPU_RESOURCE: node_kind.devices_per_node},
             include_dashboard=False,
             _temp_dir=temp_dir,
         )

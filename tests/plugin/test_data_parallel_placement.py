@@ -1,7 +1,10 @@
-"""The npu kind's data-parallel app deployed on eight fake NPUs: DP 4 x TP 2, mock engine.
+"""The npu kind's data-parallel app on a node's fake NPUs, mock engine: four ranks filling it.
 
 ``ray_serve_npu.build_dp_openai_app`` is deployed on the in-process Ray (fixture
-``ray_with_fake_npus``) at each Ray of the supported range. The engine is
+``ray_with_fake_npus``) at each Ray of the supported range, on a fake A2 node
+(DP 4 x TP 2 over eight NPUs) and a fake A3 node (DP 4 x TP 4 over sixteen, the
+layout of ``recipes/serve_npu_a3.py``; the fake tier's A3 run keeps one CPU engine
+worker per rank, so this is where each rank's four NPUs are shown). The engine is
 :class:`ray_serve_npu.testing.mock_engine.PlacementProbeEngine`, the mock engine
 plus what the test reads: the NPUs Ray assigns to the workers that vLLM's Ray
 executor would start on each rank's bundles. ``DPServer`` asks nothing of the
@@ -44,14 +47,11 @@ from ray.util.placement_group import placement_group_table
 from test_placement import _wait_until_placement_groups_removed, _wait_until_running
 
 from ray_serve_npu import build_dp_openai_app
-from ray_serve_npu.hardware import NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR, NodeKind
 from ray_serve_npu.testing.mock_engine import PROBE_KEY_PREFIX
 
 APP = "npu-dp-placement"
 DP = 4
-TP = 2
-#: The fixture's cluster: one node, eight fake NPUs, four CPUs.
-NPUS = 8
 PROBE_ENGINE_ENV = {
     "RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu.testing.mock_engine.PlacementProbeEngine"
 }
@@ -62,11 +62,25 @@ GANG_PG_PREFIX = "SERVE_GANG::"
 RUNNING_TIMEOUT_S = 900
 
 
+#: The fixture's cluster is one node of this kind, with four CPUs.
+pytestmark = pytest.mark.parametrize(
+    "ray_with_fake_npus", [A2, A3], indirect=True, ids=lambda kind: f"fake-{kind.name}"
+)
+
+
 @pytest.fixture
-def dp_app(ray_with_fake_npus: None) -> Iterator[str]:
+def node_kind(request: pytest.FixtureRequest) -> NodeKind:
+    return request.node.callspec.params["ray_with_fake_npus"]
+
+
+@pytest.fixture
+def dp_app(ray_with_fake_npus: None, node_kind: NodeKind) -> Iterator[str]:
     config = make_llm_config(
         accelerator_config={"kind": "npu"},
-        engine_kwargs={"data_parallel_size": DP, "tensor_parallel_size": TP},
+        engine_kwargs={
+            "data_parallel_size": DP,
+            "tensor_parallel_size": node_kind.devices_per_node // DP,
+        },
         runtime_env={"env_vars": PROBE_ENGINE_ENV},
     )
     app = build_dp_openai_app(
@@ -93,13 +107,17 @@ def _probe_records() -> list[dict[str, Any]]:
     return [json.loads(_internal_kv_get(key)) for key in keys]
 
 
-def test_dp4_tp2_ranks_get_disjoint_npu_slices_of_one_packed_gang(dp_app: str) -> None:
+def test_dp4_ranks_get_disjoint_npu_slices_of_one_packed_gang(
+    dp_app: str, node_kind: NodeKind
+) -> None:
+    npus = node_kind.devices_per_node
+    tp = npus // DP
     deployments = serve.status().applications[dp_app].deployments
     (dp_name,) = [name for name in deployments if name.startswith("DPServer")]
     # One gang: four Serve replicas, all running.
     assert deployments[dp_name].replica_states == {"RUNNING": DP}
 
-    # One placement group, the gang's: eight NPU bundles on the one node, PACK.
+    # One placement group, the gang's: an NPU bundle per device on the one node, PACK.
     tables = [t for t in placement_group_table().values() if t["state"] != "REMOVED"]
     assert len(tables) == 1, tables
     (table,) = tables
@@ -107,7 +125,7 @@ def test_dp4_tp2_ranks_get_disjoint_npu_slices_of_one_packed_gang(dp_app: str) -
     assert table["state"] == "CREATED"
     assert table["strategy"] == "PACK"
     bundles = [table["bundles"][index] for index in sorted(table["bundles"])]
-    assert bundles == [{"CPU": 1.0, NPU_RESOURCE: 1.0}, {NPU_RESOURCE: 1.0}] * DP
+    assert bundles == ([{"CPU": 1.0, NPU_RESOURCE: 1.0}] + [{NPU_RESOURCE: 1.0}] * (tp - 1)) * DP
     assert len(set(table["bundles_to_node_id"].values())) == 1
 
     # Each rank: its own slice of the group.
@@ -117,11 +135,11 @@ def test_dp4_tp2_ranks_get_disjoint_npu_slices_of_one_packed_gang(dp_app: str) -
     assert len({record["gang_id"] for record in records}) == 1
     assert {record["placement_group_id"] for record in records} == {table["placement_group_id"]}
     slices = [record["bundle_indices"] for record in records]
-    assert all(len(indices) == TP for indices in slices), slices
-    assert sorted(index for indices in slices for index in indices) == list(range(NPUS))
+    assert all(len(indices) == tp for indices in slices), slices
+    assert sorted(index for indices in slices for index in indices) == list(range(npus))
     # One node, so sorting by node keeps the order: rank i's slice is the bundles
-    # from its replica actor's, i * TP, on.
-    assert slices == [list(range(rank * TP, (rank + 1) * TP)) for rank in range(DP)], slices
+    # from its replica actor's, i * tp, on.
+    assert slices == [list(range(rank * tp, (rank + 1) * tp)) for rank in range(DP)], slices
 
     # What Ray gives the workers on each rank's bundles: one NPU each, named in
     # ASCEND_RT_VISIBLE_DEVICES; the ranks' sets are disjoint and cover the node.
@@ -134,5 +152,5 @@ def test_dp4_tp2_ranks_get_disjoint_npu_slices_of_one_packed_gang(dp_app: str) -
             table["bundles_to_node_id"].values()
         )
         npu_sets.append({worker["npu_ids"][0] for worker in workers})
-    assert all(len(npus) == TP for npus in npu_sets), npu_sets
-    assert set().union(*npu_sets) == {str(npu) for npu in range(NPUS)}, npu_sets
+    assert all(len(devices) == tp for devices in npu_sets), npu_sets
+    assert set().union(*npu_sets) == {str(npu) for npu in range(npus)}, npu_sets
