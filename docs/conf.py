@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, hardware  # noqa: E402
+from ray_serve_npu.releases import RELEASES  # noqa: E402
 
 project = "ray-serve-npu"
 author = "ray-serve-npu developers"
@@ -93,6 +94,8 @@ def _readable_range(specifiers: object) -> str:
 myst_substitutions = {
     "vllm_ascend_version": _release.tag,
     "vllm_version": _release.vllm,
+    # The newest supported release (the data's order: oldest first).
+    "newest_vllm_ascend": list(RELEASES)[-1],
     "cann_version": _release.cann,
     "torch_version": _release.torch,
     "torch_npu_version": _release.torch_npu,

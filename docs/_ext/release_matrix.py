@@ -1,4 +1,6 @@
-"""The ``release-matrix`` directive: every supported vLLM-Ascend release and its paths.
+"""The ``release-matrix`` directive: every supported vLLM-Ascend release and its paths;
+and ``release-differences``: the DeepSeek-V4-Flash tutorial's settings that differ
+between them.
 
 One row per release data file (:mod:`ray_serve_npu.releases`): the vLLM, CANN and
 torch_npu its images carry, its images per node kind, and for each path whether it
@@ -15,14 +17,23 @@ catalogues keep no version.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from docutils import nodes
 from editions import code_cell, edition_texts
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ray_serve_npu.releases import DATA_DIR, DEFAULT_RELEASE, OPERATING_SYSTEMS, RELEASES, Release
+from ray_serve_npu.releases import (
+    DATA_DIR,
+    DEFAULT_RELEASE,
+    OPERATING_SYSTEMS,
+    RELEASES,
+    Release,
+    differing_settings,
+)
 
 #: Every fixed text of the table, per language; ``code`` in backticks.
 TEXTS: dict[str, dict[str, str]] = {
@@ -45,6 +56,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "rules": "`ray-serve-npu check` rules: `{rules}`.",
         "no_rules": "`ray-serve-npu check` has no rules for this release yet.",
         "sep": "; ",
+        "head_kind": "Node kind",
+        "head_setting": "Setting",
+        "not_set": "not set",
+        "tutorial_lines": "The tutorial's lines",
     },
     "zh_CN": {
         "head_release": "vLLM-Ascend",
@@ -65,6 +80,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "rules": "`ray-serve-npu check` 的规则：`{rules}`。",
         "no_rules": "`ray-serve-npu check` 还没有该版本的规则。",
         "sep": "；",
+        "head_kind": "节点类型",
+        "head_setting": "设置",
+        "not_set": "未设置",
+        "tutorial_lines": "教程所在行",
     },
 }
 
@@ -129,19 +148,94 @@ def release_matrix(releases: Iterable[Release], words: dict[str, str], default: 
     return table
 
 
+def _value(value: Any) -> str:
+    """A setting's value as the tutorial's shell line passes it: JSON for all but strings."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tutorial_lines(data: Release) -> nodes.entry:
+    """A link to each node kind's run in the release's tutorial, at its tag."""
+    tutorial = data.deepseek_v4_flash
+    entry = nodes.entry()
+    for kind, run in tutorial.runs.items():
+        first, last = run.lines.split("-")
+        uri = (
+            f"https://github.com/vllm-project/vllm-ascend/blob/{data.tag}/{tutorial.file}"
+            f"#L{first}-L{last}"
+        )
+        reference = nodes.reference("", "", nodes.literal(run.lines, run.lines), refuri=uri)
+        entry += nodes.paragraph("", f"{kind}: ", reference)
+    return entry
+
+
+def release_differences(releases: Iterable[Release], words: dict[str, str]) -> nodes.table:
+    """One row per tutorial setting that differs between the releases, newest first; a
+    setting that differs alike on every node kind is one row."""
+    newest_first = list(reversed(list(releases)))
+    kinds = sorted(set().union(*(data.deepseek_v4_flash.runs for data in newest_first)))
+    rows: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for kind in kinds:
+        for name, values in differing_settings(newest_first, kind).items():
+            cells = tuple(
+                f"`{_value(values[data.tag])}`" if data.tag in values else words["not_set"]
+                for data in newest_first
+            )
+            rows.setdefault((name, cells), []).append(kind)
+    table = nodes.table(classes=["release-differences"])
+    group = nodes.tgroup(cols=2 + len(newest_first))
+    table += group
+    group += [nodes.colspec(colwidth=width) for width in (8, 20, *(24,) * len(newest_first))]
+    head = nodes.thead()
+    head += nodes.row(
+        "",
+        code_cell(words["head_kind"]),
+        code_cell(words["head_setting"]),
+        *(code_cell(f"`{data.tag}`") for data in newest_first),
+    )
+    group += head
+    body = nodes.tbody()
+    group += body
+    for (name, cells), on_kinds in rows.items():
+        body += nodes.row(
+            "", code_cell(", ".join(on_kinds)), code_cell(f"`{name}`"), *map(code_cell, cells)
+        )
+    body += nodes.row(
+        "",
+        code_cell(", ".join(kinds)),
+        code_cell(words["tutorial_lines"]),
+        *(_tutorial_lines(data) for data in newest_first),
+    )
+    return table
+
+
+def _note_release_data(directive: SphinxDirective) -> list[Release]:
+    """Every release's data; the page is rebuilt when a data file changes."""
+    releases = list(RELEASES.values())
+    for data in releases:
+        directive.env.note_dependency(str(DATA_DIR / f"{data.tag}.yaml"))
+    return releases
+
+
+class ReleaseDifferences(SphinxDirective):
+    """``{release-differences}``: the tutorial settings that differ between the releases."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        return [release_differences(_note_release_data(self), texts(self.config.language))]
+
+
 class ReleaseMatrix(SphinxDirective):
     """``{release-matrix}``: every supported release, its stack, images and paths."""
 
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        releases = list(RELEASES.values())
-        for data in releases:
-            # Rebuild the page when a release's data changes.
-            self.env.note_dependency(str(DATA_DIR / f"{data.tag}.yaml"))
+        releases = _note_release_data(self)
         return [release_matrix(releases, texts(self.config.language), DEFAULT_RELEASE.tag)]
 
 
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("release-matrix", ReleaseMatrix)
+    app.add_directive("release-differences", ReleaseDifferences)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

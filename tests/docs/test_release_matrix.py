@@ -1,4 +1,5 @@
-"""The first page's release matrix holds what the release data holds.
+"""The first page's release matrix, and the tuning page's table of the tutorial
+settings that differ between releases, hold what the release data holds.
 
 docs/_ext/release_matrix.py renders one row per release data file
 (src/ray_serve_npu/releases/); these tests render it from the real data and from a
@@ -9,20 +10,28 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docutils import nodes
 from ruamel.yaml import YAML
 
-from ray_serve_npu.releases import DATA_DIR, DEFAULT_RELEASE, OPERATING_SYSTEMS, RELEASES
+from ray_serve_npu.releases import (
+    DATA_DIR,
+    DEFAULT_RELEASE,
+    OPERATING_SYSTEMS,
+    RELEASES,
+    differing_settings,
+)
 from ray_serve_npu.releases import releases as load_releases
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from release_matrix import TEXTS, release_matrix, texts  # noqa: E402
+from release_matrix import TEXTS, release_differences, release_matrix, texts  # noqa: E402
 
 
 def _rows(table: nodes.table) -> dict[str, str]:
@@ -111,3 +120,79 @@ def test_no_cell_reaches_the_catalogues() -> None:
 def test_the_first_page_shows_the_matrix() -> None:
     assert "```{release-matrix}\n```" in (DOCS / "index.md").read_text()
     assert '"release_matrix"' in (DOCS / "conf.py").read_text()
+
+
+def _difference_rows(table: nodes.table) -> dict[str, list[str]]:
+    """Each body row's cells, by its setting (second cell)."""
+    return {
+        row[1].astext(): [cell.astext() for cell in row]
+        for row in table.findall(nodes.row)
+        if isinstance(row.parent, nodes.tbody)
+    }
+
+
+def _copy_data(directory: Path) -> Path:
+    directory.mkdir()
+    for path in DATA_DIR.glob("v*.yaml"):
+        shutil.copy(path, directory / path.name)
+    return directory
+
+
+def _edit(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    yaml = YAML(typ="safe", pure=True)
+    data = yaml.load(path.read_text())
+    edit(data)
+    with path.open("w") as stream:
+        yaml.dump(data, stream)
+
+
+def test_differences_table_has_a_row_per_differing_setting_and_the_tutorials_lines() -> None:
+    words = texts("en")
+    rows = _difference_rows(release_differences(RELEASES.values(), words))
+    newest_first = list(reversed(RELEASES.values()))
+    expected = {
+        name for kind in ("A2", "A3") for name in differing_settings(RELEASES.values(), kind)
+    }
+    assert set(rows) == expected | {words["tutorial_lines"]}
+    for name in expected:
+        for cell, data in zip(rows[name][2:], newest_first, strict=True):
+            settings = data.run("A2").settings() | data.run("A3").settings()
+            assert (cell == words["not_set"]) == (name not in settings)
+    lines = rows[words["tutorial_lines"]][2:]
+    for cell, data in zip(lines, newest_first, strict=True):
+        for kind, run in data.deepseek_v4_flash.runs.items():
+            assert f"{kind}: {run.lines}" in cell
+
+
+def test_differences_table_follows_a_planted_difference(tmp_path: Path) -> None:
+    copy = _copy_data(tmp_path / "planted")
+    oldest, newest = list(RELEASES)[0], list(RELEASES)[-1]
+
+    def plant(data: dict[str, Any]) -> None:
+        data["deepseek_v4_flash"]["runs"]["A3"]["args"]["max-num-seqs"] = 99
+        data["deepseek_v4_flash"]["runs"]["A2"]["env"]["PLANTED_VARIABLE"] = "1"
+
+    _edit(copy / f"{newest}.yaml", plant)
+    words = texts("en")
+    before = _difference_rows(release_differences(RELEASES.values(), words))
+    after = _difference_rows(release_differences(load_releases(copy).values(), words))
+    assert "--max-num-seqs" not in before and "PLANTED_VARIABLE" not in before
+    # One node kind each, the newest release first, the others' own values.
+    seqs = after["--max-num-seqs"]
+    assert seqs[0] == "A3" and seqs[2] == "99"
+    assert seqs[-1] == str(RELEASES[oldest].run("A3").max_num_seqs)
+    assert after["PLANTED_VARIABLE"] == ["A2", "PLANTED_VARIABLE", "1"] + [words["not_set"]] * (
+        len(RELEASES) - 1
+    )
+
+
+def test_string_true_and_boolean_true_differ() -> None:
+    # vLLM's parser tells them apart, so the table must (the loader's extra config).
+    rows = _difference_rows(release_differences(RELEASES.values(), texts("en")))
+    extra = rows.get("--model-loader-extra-config")
+    assert extra is not None, "the data's releases write the loader's config differently"
+    assert '"true"' in " ".join(extra) and "true," in " ".join(extra)
+
+
+def test_the_tuning_page_shows_the_differences() -> None:
+    assert "```{release-differences}\n```" in (DOCS / "tuning.md").read_text()

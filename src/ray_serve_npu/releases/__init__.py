@@ -26,6 +26,7 @@ from ray_serve_npu.releases.model import (
     RayPairing,
     Release,
     TutorialRun,
+    differing_settings,
 )
 
 #: Every supported release, oldest first, by tag.
@@ -48,6 +49,7 @@ __all__ = [
     "RayPairing",
     "Release",
     "TutorialRun",
+    "differing_settings",
     "check_pairing",
     "load_release_file",
     "parse_image",

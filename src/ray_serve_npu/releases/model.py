@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeVar
 
 from packaging.version import InvalidVersion, Version
@@ -190,6 +192,23 @@ class TutorialRun(_Strict):
     def max_num_batched_tokens(self) -> int | None:
         return self.args.get("max-num-batched-tokens")
 
+    def settings(self) -> dict[str, Any]:
+        """Every setting of the run by one name each: ``NAME`` for an environment variable,
+        ``--flag`` for a ``vllm serve`` flag (JSON ones whole), and ``additional_config``
+        keys by dotted path; the server's own port and name included."""
+        flat: dict[str, Any] = dict(self.env)
+        flat.update({f"--{flag}": value for flag, value in self.args.items()})
+
+        def add(prefix: str, config: dict[str, Any]) -> None:
+            for key, value in config.items():
+                if isinstance(value, dict):
+                    add(f"{prefix}{key}.", value)
+                else:
+                    flat[f"{prefix}{key}"] = value
+
+        add("additional_config.", self.additional_config)
+        return flat
+
 
 class Tutorial(_Strict):
     file: SourcePath
@@ -350,3 +369,21 @@ class Release(_Strict):
                 f"the DeepSeek-V4-Flash tutorial at {self.tag} has no single-node run for "
                 f"{node_kind!r}; it has {known}"
             ) from None
+
+
+def differing_settings(releases: Iterable[Release], node_kind: str) -> dict[str, dict[str, Any]]:
+    """The DeepSeek-V4-Flash tutorial's settings on ``node_kind`` that differ between
+    ``releases``: setting (as :meth:`TutorialRun.settings` names it) -> release tag ->
+    value, a release whose run does not set it left out."""
+    by_release = {data.tag: data.run(node_kind).settings() for data in releases}
+    differing = {}
+    for name in sorted(set().union(*by_release.values())):
+        values = {tag: settings[name] for tag, settings in by_release.items() if name in settings}
+        # JSON tells the string "true" from the Boolean true, as vLLM's parser does.
+        if len(values) < len(by_release) or len({_json(v) for v in values.values()}) > 1:
+            differing[name] = values
+    return differing
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
