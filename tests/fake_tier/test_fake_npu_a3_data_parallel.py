@@ -32,6 +32,7 @@ from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
 from ray_serve_npu.testing.cluster import FakeNode
 from ray_serve_npu.testing.fake_tier import FakeNPUTier, fake_npu_tier
 from ray_serve_npu.testing.processes import ProcessServer
+from ray_serve_npu.testing.vllm_plugins import engine_worker_records
 from tests.resilience.fake_serving import (
     OpenStreams,
     StreamOutcome,
@@ -133,16 +134,10 @@ def test_fake_a3_four_dp_ranks_run_as_one_gang_on_npus(
 
 
 def _engine_workers(tier: FakeNPUTier, *, live_only: bool = False) -> list[dict[str, Any]]:
-    """The device records of the ranks' engine workers (testing/vllm_plugins.py), by pid.
-
-    Engine workers are actors; the engine-config tasks hold a token fraction of an
-    NPU and no actor. With ``live_only``, only the workers whose process still runs.
-    """
-    records = [json.loads(p.read_text()) for p in tier.device_record_dir.glob("*.json")]
-    workers = [record for record in records if record["ray_npu_ids"] and record["actor_id"]]
-    if live_only:
-        workers = [record for record in workers if pid_alive(record["pid"])]
-    return sorted(workers, key=lambda record: record["pid"])
+    """The device records of the ranks' engine workers, by pid; with ``live_only``,
+    only the workers whose process still runs."""
+    workers = engine_worker_records(tier.device_record_dir)
+    return [record for record in workers if pid_alive(record["pid"])] if live_only else workers
 
 
 def _assert_ranks_see_their_own_npus(workers: list[dict[str, Any]]) -> None:

@@ -100,16 +100,15 @@ def engine_devices(record_dir: Path) -> list[str]:
     The records are the fake tier's (``ray_serve_npu.testing.vllm_plugins``); on
     NPUs, Ray sets the visibility variable to the ids it assigns.
     """
-    lines = []
-    for path in sorted(record_dir.glob("*.json")):
-        record = json.loads(path.read_text())
-        if record["ray_npu_ids"]:
-            lines.append(
-                f"fake-npu tier: engine worker {record['pid']} holds NPU "
-                f"{','.join(record['ray_npu_ids'])}; "
-                f"{VISIBLE_DEVICES_ENV_VAR}={record[VISIBLE_DEVICES_ENV_VAR]}"
-            )
-    return lines
+    # Imported here, as the fake tier is: the records' module imports Ray.
+    from ray_serve_npu.testing.vllm_plugins import engine_worker_records
+
+    return [
+        f"fake-npu tier: engine worker {record['pid']} holds NPU "
+        f"{','.join(record['ray_npu_ids'])}; "
+        f"{VISIBLE_DEVICES_ENV_VAR}={record[VISIBLE_DEVICES_ENV_VAR]}"
+        for record in engine_worker_records(record_dir)
+    ]
 
 
 def _get_json(base_url: str, path: str, api_key: str, body: dict[str, object] | None = None) -> Any:

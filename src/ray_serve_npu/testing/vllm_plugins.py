@@ -169,3 +169,14 @@ def record_visible_devices() -> None:
     path = Path(record_dir)
     path.mkdir(parents=True, exist_ok=True)
     (path / f"{os.getpid()}.json").write_text(json.dumps(record))
+
+
+def engine_worker_records(record_dir: Path) -> list[dict[str, Any]]:
+    """The records :func:`record_visible_devices` wrote for engine workers, by pid.
+
+    Engine workers are actors that hold NPUs; Ray Serve LLM's engine-config task
+    holds a token fraction of an NPU and is no actor, so it is left out.
+    """
+    records = [json.loads(path.read_text()) for path in record_dir.glob("*.json")]
+    workers = [record for record in records if record["ray_npu_ids"] and record["actor_id"]]
+    return sorted(workers, key=lambda record: record["pid"])

@@ -1,0 +1,82 @@
+"""The A3 Ray recipe (recipes/serve_npu_a3.py) as a reader dry-runs it on a fake A3 node.
+
+``ray-serve-npu dry-run --node-kind A3 serve_npu_a3.py --keep-serving`` starts a fake
+A3 node (sixteen fake NPUs), runs the recipe through the fake tier's adapter (four
+data-parallel ranks, one CPU engine worker each, a tiny mixture-of-experts model),
+sends one chat request and prints each engine worker's NPUs. What it prints is what
+these tests read; tests/fake_tier/test_fake_npu_a3_data_parallel.py reads the same
+run's cluster directly and kills a rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.testing.dry_run import SERVING_LINE, STOPPED_LINE, DryRunProcess, keep_serving
+
+RECIPES = Path(__file__).parents[2] / "recipes"
+RECIPE = "serve_npu_a3.py"
+MODEL_ID = "deepseek-v4-flash"
+RANKS = DEFAULT_RELEASE.run("A3").data_parallel_size
+#: Measured here: the command serves about 180 s after it starts, on two cores.
+READY_TIMEOUT_S = 900
+STOP_TIMEOUT_S = 180
+WORKER_LINE = re.compile(
+    rf"^fake-npu tier: engine worker (\d+) holds NPU ([\d,]+); {VISIBLE_DEVICES_ENV_VAR}=(\S+)$",
+    re.M,
+)
+
+pytestmark = pytest.mark.fake_npu
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
+    with keep_serving(
+        ["--node-kind", "A3", RECIPE],
+        cwd=RECIPES,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        log_file=tmp_path_factory.mktemp("dry-run-a3") / "dry-run.log",
+        ready_timeout_s=READY_TIMEOUT_S,
+    ) as run:
+        yield run
+
+
+def test_fake_a3_dry_run_serves_the_ray_recipe_on_a_fake_a3_node(dry_run: DryRunProcess) -> None:
+    output = dry_run.output()
+    assert "fake-npu tier: 1 fake A3 node(s) at " in output
+    assert f"fake-npu tier: running `python {RECIPE}`" in output
+    assert "engine_kwargs.tensor_parallel_size: 4 -> 1 (one CPU engine worker per" in output
+    reply = json.loads(
+        output[output.index("a chat request got:\n") + 20 : output.index(SERVING_LINE)].split(
+            "\nfake-npu tier: engine worker"
+        )[0]
+    )
+    assert reply["model"] == MODEL_ID
+    assert reply["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_fake_a3_dry_run_prints_one_engine_worker_per_rank_on_its_own_npu(
+    dry_run: DryRunProcess,
+) -> None:
+    workers = WORKER_LINE.findall(dry_run.output())
+    # Only the ranks' engine workers: the engine-config tasks' token NPU share is no worker.
+    assert len(workers) == RANKS, dry_run.output()[-4000:]
+    held = [npus for _, npus, _ in workers]
+    assert all(visible == npus for _, npus, visible in workers), workers
+    assert len(set(held)) == RANKS, f"two ranks share an NPU: {workers}"
+    assert {int(npu) for npus in held for npu in npus.split(",")} <= set(range(A3.devices_per_node))
+
+
+def test_fake_a3_dry_run_stops_cleanly_on_ctrl_c(dry_run: DryRunProcess) -> None:
+    dry_run.process.send_signal(signal.SIGINT)
+    assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
+    assert dry_run.output().rstrip().endswith(STOPPED_LINE)
