@@ -6,12 +6,20 @@ Ctrl+C) is test_fake_npu_end_to_end.py, whose requests share that one run.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from ray_serve_npu.cli import main
-from ray_serve_npu.testing.dry_run import command_for, fake_tier_changes
+from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.testing.dry_run import (
+    CHAT_LINE_END,
+    DryRunProcess,
+    command_for,
+    engine_devices,
+    fake_tier_changes,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,3 +59,29 @@ def test_dry_run_reads_the_adapter_lines_from_plain_and_json_logs() -> None:
         "fake-npu tier: dropped engine_kwargs.quantization='ascend' (x)",
         "fake-npu tier: dropped vllm serve --port=1 (y)",
     ]
+
+
+def test_dry_run_engine_lines_name_engine_workers_only(tmp_path: Path) -> None:
+    # Ray Serve LLM's engine-config task holds a token share of an NPU and no actor:
+    # it is no engine worker (four ranks printed eight lines before this was read).
+    records = [
+        {"pid": 11, "ray_npu_ids": ["0"], "actor_id": None, VISIBLE_DEVICES_ENV_VAR: "0"},
+        {"pid": 12, "ray_npu_ids": ["3"], "actor_id": "a1", VISIBLE_DEVICES_ENV_VAR: "3"},
+        {"pid": 13, "ray_npu_ids": [], "actor_id": "a2", VISIBLE_DEVICES_ENV_VAR: None},
+    ]
+    for record in records:
+        (tmp_path / f"{record['pid']}.json").write_text(json.dumps(record))
+    assert engine_devices(tmp_path) == [
+        f"fake-npu tier: engine worker 12 holds NPU 3; {VISIBLE_DEVICES_ENV_VAR}=3"
+    ]
+
+
+def test_dry_run_chat_reply_is_read_from_its_output(tmp_path: Path) -> None:
+    log = tmp_path / "dry-run.log"
+    reply = {"model": "deepseek-v4-flash", "choices": [{"message": {"role": "assistant"}}]}
+    log.write_text(
+        f"fake-npu tier: http://127.0.0.1:8000/v1 serves 'deepseek-v4-flash'; {CHAT_LINE_END}\n"
+        f"{json.dumps(reply, indent=2)}\n"
+        f"fake-npu tier: engine worker 12 holds NPU 3; {VISIBLE_DEVICES_ENV_VAR}=3\n"
+    )
+    assert DryRunProcess(process=None, log_file=log).chat_reply() == reply  # type: ignore[arg-type]

@@ -11,21 +11,18 @@ OpenAI endpoint and its key. No Docker and no Ray executor: the Compose path has
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import signal
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dry_runs import dry_run_serving
 
 from ray_serve_npu.releases import DEFAULT_RELEASE
-from ray_serve_npu.testing.dry_run import SERVING_LINE, STOPPED_LINE, DryRunProcess, keep_serving
+from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
-RECIPES = Path(__file__).parents[2] / "recipes"
 COMPOSE = "docker-compose-a3.yaml"
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"
@@ -38,12 +35,8 @@ pytestmark = pytest.mark.fake_npu
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
-    with keep_serving(
-        ["--node-kind", "A3", COMPOSE],
-        cwd=RECIPES,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        log_file=tmp_path_factory.mktemp("dry-run-a3-compose") / "dry-run.log",
-        ready_timeout_s=READY_TIMEOUT_S,
+    with dry_run_serving(
+        ["--node-kind", "A3", COMPOSE], tmp_path_factory, ready_timeout_s=READY_TIMEOUT_S
     ) as run:
         yield run
 
@@ -61,9 +54,7 @@ def test_fake_a3_compose_answers_the_dry_runs_chat_request(dry_run: DryRunProces
     assert "fake-npu tier: 1 fake A3 node(s)" in output
     assert f"running `docker compose -f {COMPOSE} up -d`" in output
     assert f"/v1 serves {MODEL_ID!r}; a chat request got:" in output
-    reply = json.loads(
-        output[output.index("a chat request got:\n") + 20 : output.index(SERVING_LINE)]
-    )
+    reply = dry_run.chat_reply()
     assert reply["model"] == MODEL_ID
     assert reply["choices"][0]["message"]["role"] == "assistant"
     assert 0 < reply["usage"]["completion_tokens"] <= 8

@@ -10,20 +10,17 @@ run's cluster directly and kills a rank.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dry_runs import dry_run_serving
 
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.releases import DEFAULT_RELEASE
-from ray_serve_npu.testing.dry_run import SERVING_LINE, STOPPED_LINE, DryRunProcess, keep_serving
+from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
-RECIPES = Path(__file__).parents[2] / "recipes"
 RECIPE = "serve_npu_a3.py"
 MODEL_ID = "deepseek-v4-flash"
 RANKS = DEFAULT_RELEASE.run("A3").data_parallel_size
@@ -40,12 +37,8 @@ pytestmark = pytest.mark.fake_npu
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
-    with keep_serving(
-        ["--node-kind", "A3", RECIPE],
-        cwd=RECIPES,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        log_file=tmp_path_factory.mktemp("dry-run-a3") / "dry-run.log",
-        ready_timeout_s=READY_TIMEOUT_S,
+    with dry_run_serving(
+        ["--node-kind", "A3", RECIPE], tmp_path_factory, ready_timeout_s=READY_TIMEOUT_S
     ) as run:
         yield run
 
@@ -55,11 +48,7 @@ def test_fake_a3_dry_run_serves_the_ray_recipe_on_a_fake_a3_node(dry_run: DryRun
     assert "fake-npu tier: 1 fake A3 node(s) at " in output
     assert f"fake-npu tier: running `python {RECIPE}`" in output
     assert "engine_kwargs.tensor_parallel_size: 4 -> 1 (one CPU engine worker per" in output
-    reply = json.loads(
-        output[output.index("a chat request got:\n") + 20 : output.index(SERVING_LINE)].split(
-            "\nfake-npu tier: engine worker"
-        )[0]
-    )
+    reply = dry_run.chat_reply()
     assert reply["model"] == MODEL_ID
     assert reply["choices"][0]["message"]["role"] == "assistant"
 

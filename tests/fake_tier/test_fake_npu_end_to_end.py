@@ -18,15 +18,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from dry_runs import RECIPES, dry_run_serving
 from openai import OpenAI
 
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess, keep_serving
+from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
-RECIPES = Path(__file__).parents[2] / "recipes"
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"
 READY_TIMEOUT_S = 600
@@ -37,12 +36,8 @@ pytestmark = pytest.mark.fake_npu
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
-    with keep_serving(
-        ["serve_npu.py"],
-        cwd=RECIPES,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        log_file=tmp_path_factory.mktemp("dry-run") / "dry-run.log",
-        ready_timeout_s=READY_TIMEOUT_S,
+    with dry_run_serving(
+        ["serve_npu.py"], tmp_path_factory, ready_timeout_s=READY_TIMEOUT_S
     ) as run:
         yield run
 

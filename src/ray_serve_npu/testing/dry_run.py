@@ -34,6 +34,8 @@ from ray_serve_npu.testing.processes import start_process_group, stop_process_gr
 SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"
 #: Its last line once it stopped cleanly.
 STOPPED_LINE = "fake-npu tier: stopped; nothing left running"
+#: The end of the line after which the command prints the chat request's answer.
+CHAT_LINE_END = "a chat request got:"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(change)
                 model = _served_model(server.base_url, tier.api_key)
                 reply = _chat(server.base_url, model, tier.api_key)
-                print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; a chat request got:")
+                print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; {CHAT_LINE_END}")
                 print(json.dumps(reply, indent=2)[:2000])
                 for line in engine_devices(tier.device_record_dir):
                     print(line)
@@ -196,6 +198,13 @@ class DryRunProcess:
     def output(self) -> str:
         """What the command printed so far (stdout and stderr)."""
         return self.log_file.read_text(errors="replace")
+
+    def chat_reply(self) -> dict[str, Any]:
+        """The answer to the command's chat request, as it printed it."""
+        output = self.output()
+        after = output[output.index(CHAT_LINE_END) + len(CHAT_LINE_END) :].lstrip()
+        reply, _ = json.JSONDecoder().raw_decode(after)
+        return dict(reply)
 
 
 @contextlib.contextmanager
