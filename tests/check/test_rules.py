@@ -13,6 +13,7 @@ from ray_serve_npu.check import run_rules
 from ray_serve_npu.check.checks import CHECKS
 from ray_serve_npu.check.model import ParsedFile
 from ray_serve_npu.check.rules import RULES_DIR, available_releases, load_rules
+from ray_serve_npu.releases import RELEASES
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 import checker_rules  # noqa: E402
@@ -78,8 +79,6 @@ def test_every_release_has_every_rule() -> None:
 def test_tutorial_limits_are_the_release_datas_runs(release: str) -> None:
     """The context limits per node kind are the tutorial's runs that the release data
     transcribed from the same tag (ray_serve_npu.releases)."""
-    from ray_serve_npu.releases import RELEASES
-
     (model,) = load_rules(release).rule("max-model-len-beyond-documented").params["models"]
     runs = RELEASES[release].deepseek_v4_flash.runs
     assert model["tutorial_max_per_node_kind"] == {
@@ -121,3 +120,14 @@ def test_a_source_verified_at_another_tag_is_refused(tmp_path: Path) -> None:
     (tmp_path / "v0.23.0.yaml").write_text(text.replace(ref, ref.replace("v0.23.0", "main")))
     with pytest.raises(ValueError, match="'dsa-cp-requires-flashcomm1': source.ref is 'main'"):
         load_rules("v0.23.0", tmp_path)
+
+
+def test_a_rule_file_of_a_release_without_release_data_is_refused(tmp_path: Path) -> None:
+    # The rules' release must be one the release data holds: its vLLM and images are
+    # read from there, never restated in the rule file.
+    text = (
+        (RULES_DIR / "v0.23.0.yaml").read_text().replace("release: v0.23.0\n", "release: v9.9.9\n")
+    )
+    (tmp_path / "v9.9.9.yaml").write_text(text)
+    with pytest.raises(ValueError, match="release 'v9.9.9' has no release data; add src/"):
+        load_rules("v9.9.9", tmp_path)

@@ -7,9 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ray_serve_npu.check.findings import Severity
+from ray_serve_npu.releases import RELEASES
 
 RULES_DIR = Path(__file__).parent / "rules"
 #: The repository whose tags the rule files are named after.
@@ -68,9 +76,23 @@ class RuleSet(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     release: str
-    vllm_version: str
-    image_repository: str
     rules: list[Rule]
+
+    @field_validator("release")
+    @classmethod
+    def _a_supported_release(cls, tag: str) -> str:
+        # The release's facts (its vLLM, its images) are its release data's.
+        if tag not in RELEASES:
+            raise ValueError(
+                f"release {tag!r} has no release data; add src/ray_serve_npu/releases/{tag}.yaml "
+                f"or name one of {', '.join(RELEASES)}"
+            )
+        return tag
+
+    @property
+    def vllm_version(self) -> str:
+        """The vLLM the release's images carry (its release data)."""
+        return RELEASES[self.release].vllm
 
     @model_validator(mode="after")
     def _traced_at_this_release(self) -> RuleSet:
