@@ -131,3 +131,12 @@ def test_a_rule_file_of_a_release_without_release_data_is_refused(tmp_path: Path
     (tmp_path / "v9.9.9.yaml").write_text(text)
     with pytest.raises(ValueError, match="release 'v9.9.9' has no release data; add src/"):
         load_rules("v9.9.9", tmp_path)
+
+
+def test_a_misspelt_setting_path_in_a_rule_is_refused(tmp_path: Path) -> None:
+    text = (RULES_DIR / "v0.22.1rc1.yaml").read_text()
+    path = "{path: additional_config.enable_dsa_cp, default: false}"
+    assert path in text
+    (tmp_path / "v0.22.1rc1.yaml").write_text(text.replace(path, path.replace("additional_", "")))
+    with pytest.raises(ValueError, match="setting path 'config.enable_dsa_cp': write it as one of"):
+        load_rules("v0.22.1rc1", tmp_path)

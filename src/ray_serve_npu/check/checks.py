@@ -11,14 +11,13 @@ from typing import Any, NamedTuple
 
 from ray_serve_npu import hardware
 from ray_serve_npu.check.findings import Finding, Severity
-from ray_serve_npu.check.model import Deployment, ParsedFile
+from ray_serve_npu.check.model import MISSING, Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
 from ray_serve_npu.releases import DEFAULT_RELEASE, RELEASES, parse_image
 from ray_serve_npu.vllm_cli import engine_flag
 
 Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
-_MISSING = object()
 
 
 def _finding(
@@ -44,23 +43,6 @@ def truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
-
-
-def lookup(dep: Deployment, path: str) -> Any:
-    """Value at a dotted path (``additional_config.a.b``, ``env.X``, ``engine.x``), or _MISSING."""
-    head, _, rest = path.partition(".")
-    if head == "env":
-        return dep.env[rest].value if rest in dep.env else _MISSING
-    value: Any = (
-        dep.additional_config()
-        if head == "additional_config"
-        else {k: s.value for k, s in dep.engine.items()}
-    )
-    for part in rest.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
 
 
 def image_release(image: str) -> str | None:
@@ -212,7 +194,7 @@ def check_no_effect_for_model(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
             f"additional_config.{k}" for k in rule.params.get("additional_config", [])
         ]
         for path in paths:
-            if lookup(dep, path) is not _MISSING:
+            if dep.value_at(path) is not MISSING:
                 findings.append(
                     _finding(
                         rule,
@@ -227,8 +209,8 @@ def check_no_effect_for_model(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
 
 def check_interlock(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     def holds(dep: Deployment, condition: dict[str, Any]) -> bool:
-        value = lookup(dep, condition["path"])
-        return truthy(condition["default"] if value is _MISSING else value)
+        value = dep.value_at(condition["path"])
+        return truthy(condition["default"] if value is MISSING else value)
 
     when = rule.params["when"]
     return [
@@ -241,14 +223,14 @@ def check_interlock(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Find
 def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     findings = []
     for dep in parsed.deployments:
-        compilation = _as_dict(lookup(dep, "engine.compilation_config"))
+        compilation = _as_dict(dep.value_at("engine.compilation_config"))
         mode = compilation.get("cudagraph_mode")
         mode_name = getattr(mode, "name", str(mode))
         sizes = compilation.get("cudagraph_capture_sizes") or []
         max_num_seqs = _int(dep, "max_num_seqs")
         if mode_name not in rule.params["modes"] or not sizes or max_num_seqs is None:
             continue
-        speculative = _as_dict(lookup(dep, "engine.speculative_config"))
+        speculative = _as_dict(dep.value_at("engine.speculative_config"))
         draft = int(speculative.get("num_speculative_tokens") or 0)
         reach = max_num_seqs * (1 + draft)
         beyond = sorted(s for s in sizes if s > reach)
@@ -583,9 +565,9 @@ def check_open_endpoint(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
         if dep.http_server_line is None:
             continue
         host = dep.engine.get("host")
-        keyed = lookup(dep, "engine.api_key") is not _MISSING or lookup(
-            dep, f"env.{rule.params['key_env']}"
-        ) not in (_MISSING, "")
+        keyed = dep.value_at("engine.api_key") is not MISSING or dep.value_at(
+            f"env.{rule.params['key_env']}"
+        ) not in (MISSING, "")
         if keyed or (host is not None and str(host.value) in loopback):
             continue
         where = f"--host {host.value}" if host else "no --host (all interfaces)"

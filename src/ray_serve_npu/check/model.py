@@ -23,6 +23,26 @@ class Mount(BaseModel):
     line: int
 
 
+#: A setting a deployment does not set (:meth:`Deployment.value_at`).
+MISSING: Any = object()
+
+#: Where a setting path starts: an environment variable, an engine argument (by its
+#: dest name), or a key of vLLM-Ascend's ``additional_config``.
+PATH_HEADS: tuple[str, ...] = ("env", "engine", "additional_config")
+
+
+def split_path(path: str) -> tuple[str, list[str]]:
+    """``env.NAME``, ``engine.key.sub`` or ``additional_config.key.sub`` as (head, keys).
+
+    Raises ValueError naming the path for any other head, as a rule file could spell it.
+    """
+    head, _, rest = path.partition(".")
+    if head not in PATH_HEADS or not rest:
+        heads = ", ".join(f"{h}.KEY" for h in PATH_HEADS)
+        raise ValueError(f"setting path {path!r}: write it as one of {heads}")
+    return head, rest.split(".")
+
+
 class Deployment(BaseModel):
     """One engine as a file configures it, with the line of every setting."""
 
@@ -60,15 +80,32 @@ class Deployment(BaseModel):
         setting = self.engine.get("additional_config")
         return setting.value if setting and isinstance(setting.value, dict) else {}
 
+    def value_at(self, path: str) -> Any:
+        """Value at a setting path (:func:`split_path`), or :data:`MISSING`."""
+        head, parts = split_path(path)
+        if head == "env":
+            name = ".".join(parts)
+            return self.env[name].value if name in self.env else MISSING
+        value: Any = (
+            self.additional_config()
+            if head == "additional_config"
+            else {key: setting.value for key, setting in self.engine.items()}
+        )
+        for part in parts:
+            if not isinstance(value, dict) or part not in value:
+                return MISSING
+            value = value[part]
+        return value
+
     def line_of(self, path: str) -> int:
-        """Line of a dotted path (``additional_config.enable_dsa_cp``, ``env.X``, ``engine.x``)."""
-        head, _, rest = path.partition(".")
-        if head == "env" and rest in self.env:
-            return self.env[rest].line
-        if head == "engine" and rest.split(".")[0] in self.engine:
-            return self.engine[rest.split(".")[0]].line
+        """Line of a setting path (:func:`split_path`): the most specific line known, else
+        the deployment's."""
+        head, parts = split_path(path)
+        if head == "env" and (name := ".".join(parts)) in self.env:
+            return self.env[name].line
+        if head == "engine" and parts[0] in self.engine:
+            return self.engine[parts[0]].line
         if head == "additional_config":
-            parts = rest.split(".")
             # The most specific line known: the key's own, else its parent's, else the flag's.
             for n in range(len(parts), 0, -1):
                 key = ".".join(parts[:n])

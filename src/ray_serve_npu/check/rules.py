@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from ray_serve_npu.check.findings import Severity
+from ray_serve_npu.check.model import split_path
 from ray_serve_npu.releases import RELEASES
 
 RULES_DIR = Path(__file__).parent / "rules"
@@ -95,6 +96,17 @@ class RuleSet(BaseModel):
         return RELEASES[self.release].vllm
 
     @model_validator(mode="after")
+    def _setting_paths_parse(self) -> RuleSet:
+        # A misspelt path would never match a setting, and its rule never fire.
+        for rule in self.rules:
+            for path in _setting_paths(rule.params):
+                try:
+                    split_path(path)
+                except ValueError as error:
+                    raise ValueError(f"rule {rule.id!r}: params: {error}") from None
+        return self
+
+    @model_validator(mode="after")
     def _traced_at_this_release(self) -> RuleSet:
         for rule in self.rules:
             source = rule.source
@@ -115,6 +127,16 @@ class RuleSet(BaseModel):
             if rule.id == rule_id:
                 return rule
         raise KeyError(f"rule {rule_id!r} is not in the rules of {self.release}")
+
+
+def _setting_paths(params: Any) -> list[str]:
+    """Every ``path`` value in a rule's params, at any depth."""
+    if isinstance(params, dict):
+        own = [params["path"]] if isinstance(params.get("path"), str) else []
+        return own + [path for value in params.values() for path in _setting_paths(value)]
+    if isinstance(params, list):
+        return [path for item in params for path in _setting_paths(item)]
+    return []
 
 
 def available_releases(rules_dir: Path = RULES_DIR) -> list[str]:
