@@ -164,14 +164,13 @@ def test_broken_yaml_is_named(tmp_path: Path) -> None:
 # -- The checker's rules files agree with the release data --------------------
 
 
-def test_each_rules_file_belongs_to_a_release_and_its_header_agrees() -> None:
+def test_each_rules_file_belongs_to_a_release() -> None:
     pointed = {data.rules: data for data in RELEASES.values() if data.rules is not None}
     files = {str(path.relative_to(PACKAGE_DIR)) for path in RULES_DIR.glob("*.yaml")}
     assert set(pointed) == files, (
         "every rules file is some release's, and no release points nowhere"
     )
     for data in pointed.values():
-        header = load_rules(data.tag)
-        assert header.release == data.tag
-        assert header.vllm_version == data.vllm
-        assert header.image_repository == data.image_repository
+        # The rule file states no other fact of the release: its vLLM and images are
+        # the release data's (check/rules.py).
+        assert load_rules(data.tag).release == data.tag
