@@ -197,7 +197,8 @@ def run_rules(parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
         if rule.check not in CHECKS:
             raise ValueError(
                 f"rules {rules.release}: rule {rule.id!r} has check: {rule.check!r}, which is not "
-                f"one of {sorted(CHECKS)}; fix the check name or add the check to checks.py"
+                f"one of {sorted(CHECKS)}; fix the check name, or add the check to the "
+                "CHECKS registry in check/checks/__init__.py"
             )
         findings += CHECKS[rule.check](rule, parsed, rules)
     return findings

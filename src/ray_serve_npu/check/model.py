@@ -23,6 +23,12 @@ class Mount(BaseModel):
     line: int
 
 
+def truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
 #: A setting a deployment does not set (:meth:`Deployment.value_at`).
 MISSING: Any = object()
 

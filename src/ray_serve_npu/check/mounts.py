@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray_serve_npu.check.checks import truthy
-from ray_serve_npu.check.model import Mount
+from ray_serve_npu.check.model import Mount, truthy
 
 # Options of the short syntax's last field (docs.docker.com, "Bind mounts" and the Compose
 # specification's `volumes` short syntax).

@@ -1,0 +1,53 @@
+"""What every check shares: its signature and how it words a finding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ray_serve_npu.check.findings import Finding, Severity
+from ray_serve_npu.check.model import Deployment, ParsedFile
+from ray_serve_npu.check.rules import Rule, RuleSet
+
+Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
+
+
+def finding(
+    rule: Rule,
+    dep: Deployment | ParsedFile,
+    line: int,
+    message: str,
+    fix: str | None = None,
+    severity: Severity | None = None,
+) -> Finding:
+    path = dep.file if isinstance(dep, Deployment) else dep.path
+    return Finding(
+        file=path,
+        line=line,
+        severity=severity or rule.severity,
+        rule_id=rule.id,
+        message=message,
+        fix=fix or rule.fix,
+    )
+
+
+def engine_int(dep: Deployment, key: str, default: int | None = None) -> int | None:
+    value = dep.engine[key].value if key in dep.engine else None
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    elif not isinstance(value, dict) and hasattr(value, "__dataclass_fields__"):
+        value = {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return value if isinstance(value, dict) else {}
