@@ -25,6 +25,7 @@ from docutils import nodes
 from editions import code_cell, edition_texts
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu.releases import (
     DATA_DIR,
@@ -154,16 +155,16 @@ def _value(value: Any) -> str:
 
 
 def _tutorial_lines(data: Release) -> nodes.entry:
-    """A link to each node kind's run in the release's tutorial, at its tag."""
+    """A link to each node kind's run in the release's tutorial, at its tag (the
+    citations' own resolver: the file must be in the tag's stored file list)."""
+    upstream = UPSTREAMS["vllm-ascend"]
+    version = upstream.version(data.tag)
     tutorial = data.deepseek_v4_flash
     entry = nodes.entry()
     for kind, run in tutorial.runs.items():
         first, last = run.lines.split("-")
-        uri = (
-            f"https://github.com/vllm-project/vllm-ascend/blob/{data.tag}/{tutorial.file}"
-            f"#L{first}-L{last}"
-        )
-        reference = nodes.reference("", "", nodes.literal(run.lines, run.lines), refuri=uri)
+        link = resolve(upstream.role, f"{tutorial.file}@{version}#L{first}-L{last}")
+        reference = nodes.reference("", "", nodes.literal(run.lines, run.lines), refuri=link.url)
         entry += nodes.paragraph("", f"{kind}: ", reference)
     return entry
 
@@ -172,7 +173,9 @@ def release_differences(releases: Iterable[Release], words: dict[str, str]) -> n
     """One row per tutorial setting that differs between the releases, newest first; a
     setting that differs alike on every node kind is one row."""
     newest_first = list(reversed(list(releases)))
-    kinds = sorted(set().union(*(data.deepseek_v4_flash.runs for data in newest_first)))
+    # The node kinds every release has a run for (a kind one release adds has nothing
+    # to differ from).
+    kinds = sorted(set.intersection(*(set(data.deepseek_v4_flash.runs) for data in newest_first)))
     rows: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for kind in kinds:
         for name, values in differing_settings(newest_first, kind).items():

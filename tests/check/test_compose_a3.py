@@ -265,3 +265,65 @@ def test_image_against_the_declared_accelerator_type(
         finding.message
     )
     assert finding.fix == f"image: {other}"
+
+
+DP_SERVE_CONFIG = """\
+applications:
+  - name: llm
+    import_path: ray_serve_npu:build_dp_openai_app
+    args:
+      llm_config:
+        model_loading_config:
+          model_id: deepseek-v4-flash
+        accelerator_type: {soc}
+        engine_kwargs:
+          data_parallel_size: 4
+          tensor_parallel_size: 4
+"""
+
+
+def test_node_kind_option_against_the_declared_accelerator_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An A3 device declared, an A2 node named: the conflict, and the layout judged on the
+    # node named (sixteen NPUs do not fit one A2 node).
+    path = tmp_path / "serve.yaml"
+    path.write_text(DP_SERVE_CONFIG.format(soc=A3.soc_names[0]))
+    assert main(["--node-kind", "A2", str(path)]) == 1
+    out = capsys.readouterr().out
+    (conflict,) = [line for line in out.splitlines() if "node-kind-conflict" in line]
+    assert f"`accelerator_type` {A3.soc_names[0]} is an A3 device and --node-kind A2" in conflict
+    (layout,) = [line for line in out.splitlines() if "parallel-exceeds-node" in line]
+    assert f"= 16 NPUs, but one A2 node has {A2.devices_per_node}" in layout
+    # The same file on the node it declares: clean.
+    assert main(["--node-kind", "A3", str(path)]) == 0
+
+
+def test_one_image_finding_when_both_declarations_name_the_same_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE_CONFIG.format(soc=A2.soc_names[0], image=A3_IMAGE))
+    assert main(["--node-kind", "A2", str(path)]) == 1
+    (line,) = [
+        line for line in capsys.readouterr().out.splitlines() if "image-node-kind-mismatch" in line
+    ]
+    assert "is an A2 device and --node-kind A2 says the node is an A2" in line
+    assert line.endswith(f"(fix: image: {A2_IMAGE})")
+
+
+SPAN_RECIPE = ROOT / "recipes" / "serve_span_nodes.py"
+
+
+def test_a_layout_ray_may_spread_over_nodes_is_not_one_nodes(tmp_path: Path) -> None:
+    # serve_span_nodes.py runs TP 16 over two A2 nodes, its bundles placed with PACK.
+    assert check_file(SPAN_RECIPE, node_kind="A2") == []
+    text = SPAN_RECIPE.read_text()
+    assert '"strategy": "PACK"' in text
+    packed = tmp_path / SPAN_RECIPE.name
+    packed.write_text(text.replace('"strategy": "PACK"', '"strategy": "STRICT_PACK"'))
+    # serve_span_nodes.py imports serve_npu.py's config from its own directory.
+    (tmp_path / "serve_npu.py").write_text((ROOT / "recipes" / "serve_npu.py").read_text())
+    (finding,) = check_file(packed, node_kind="A2")
+    assert finding.rule_id == "parallel-exceeds-node"
+    assert f"= 16 NPUs, but one A2 node has {A2.devices_per_node}" in finding.message

@@ -186,13 +186,5 @@ def test_differences_table_follows_a_planted_difference(tmp_path: Path) -> None:
     )
 
 
-def test_string_true_and_boolean_true_differ() -> None:
-    # vLLM's parser tells them apart, so the table must (the loader's extra config).
-    rows = _difference_rows(release_differences(RELEASES.values(), texts("en")))
-    extra = rows.get("--model-loader-extra-config")
-    assert extra is not None, "the data's releases write the loader's config differently"
-    assert '"true"' in " ".join(extra) and "true," in " ".join(extra)
-
-
 def test_the_tuning_page_shows_the_differences() -> None:
     assert "```{release-differences}\n```" in (DOCS / "tuning.md").read_text()

@@ -8,7 +8,18 @@ from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.vllm_args import apply_engine_kwargs
 
 # The LLMConfig fields the checker reads.
-FIELDS = frozenset({"model_loading_config", "engine_kwargs", "runtime_env", "accelerator_type"})
+FIELDS = frozenset(
+    {
+        "model_loading_config",
+        "engine_kwargs",
+        "runtime_env",
+        "accelerator_type",
+        "placement_group_config",
+    }
+)
+#: Placement strategies under which Ray may put a placement group's bundles on several
+#: nodes (STRICT_PACK keeps them on one; ray.util.placement_group.placement_group).
+SPANNING_STRATEGIES = frozenset({"PACK", "SPREAD"})
 
 
 def _below(lines: dict[str, int], prefix: str) -> dict[str, int]:
@@ -33,6 +44,9 @@ def deployment_from_llm_config(
         deployment.accelerator_type = Setting(
             value=str(config["accelerator_type"]), line=at("accelerator_type")
         )
+    strategy = (config.get("placement_group_config") or {}).get("strategy")
+    if strategy in SPANNING_STRATEGIES:
+        deployment.spans_nodes = Setting(value=strategy, line=at("placement_group_config.strategy"))
     runtime_env = config.get("runtime_env") or {}
     for key, value in (runtime_env.get("env_vars") or {}).items():
         deployment.env[key] = Setting(value=str(value), line=at(f"runtime_env.env_vars.{key}"))

@@ -77,6 +77,9 @@ class Deployment(BaseModel):
     accelerator_type: Setting | None = None
     # Node kind the operator says the file runs on (`ray-serve-npu check --node-kind`).
     node_kind: str | None = None
+    # The placement strategy of an LLMConfig's placement_group_config where it lets the
+    # engine's bundles span nodes (PACK or SPREAD): its layout is not one node's.
+    spans_nodes: Setting | None = None
     # Host paths and volumes the container mounts.
     mounts: list[Mount] = Field(default_factory=list)
     # LLMConfig values the checker could not read without running the recipe: why, and where.

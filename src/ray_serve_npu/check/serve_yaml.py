@@ -48,7 +48,10 @@ _SERVE_CONFIG = {
                                 "type": ["array", "null"],
                                 # A string names an LLMConfig YAML file.
                                 "items": {"anyOf": [{"type": "string"}, _LLM_CONFIG]},
-                            }
+                            },
+                            # build_dp_openai_app's one config (DPOpenAiServingArgs,
+                            # serving_patterns/data_parallel/builder.py:65 at 2.60.0).
+                            "llm_config": {"anyOf": [{"type": "string"}, _LLM_CONFIG]},
                         },
                     }
                 },
@@ -70,12 +73,17 @@ def parse_serve_yaml(path: str, document: Document) -> list[Deployment]:
     named: list[str] = []
     for app_index, app in enumerate(data["applications"]):
         args = app.get("args") or {}
-        for cfg_index, config in enumerate(args.get("llm_configs") or []):
+        listed: list[tuple[Path, Any]] = [
+            (("applications", app_index, "args", "llm_configs", index), config)
+            for index, config in enumerate(args.get("llm_configs") or [])
+        ]
+        if "llm_config" in args:
+            listed.append((("applications", app_index, "args", "llm_config"), args["llm_config"]))
+        for prefix, config in listed:
             if isinstance(config, str):
                 # Another file; it is checked on its own.
                 named.append(config)
                 continue
-            prefix: Path = ("applications", app_index, "args", "llm_configs", cfg_index)
             deployments.append(
                 deployment_from_llm_config(
                     path, config, flatten_lines(lines, prefix), lines[prefix]

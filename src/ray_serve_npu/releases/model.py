@@ -379,7 +379,7 @@ def differing_settings(releases: Iterable[Release], node_kind: str) -> dict[str,
     differing = {}
     for name in sorted(set().union(*by_release.values())):
         values = {tag: settings[name] for tag, settings in by_release.items() if name in settings}
-        # JSON tells the string "true" from the Boolean true, as vLLM's parser does.
+        # Compared as JSON text: values can be mappings, which a set can't hold.
         if len(values) < len(by_release) or len({_json(v) for v in values.values()}) > 1:
             differing[name] = values
     return differing

@@ -44,9 +44,12 @@ def soc_node_kind(soc: str) -> hardware.NodeKind | None:
 
 
 def node_kind(dep: Deployment) -> hardware.NodeKind | None:
-    """The node kind the deployment runs on: the one its accelerator type names; else its
-    image's, or the smallest kind its layout needs where that is bigger (an image of too
-    small a node kind is the image's mistake, which image-node-kind-mismatch names)."""
+    """The node kind the deployment runs on: the one ``check --node-kind`` names, else its
+    accelerator type's; else its image's, or the smallest kind its layout needs where that
+    is bigger (an image of too small a node kind is the image's mistake, which
+    image-node-kind-mismatch names). A disagreement is node-kind-conflict's."""
+    if dep.node_kind:
+        return hardware.NODE_KINDS[dep.node_kind]
     if (declared := _declared_kind(dep)) is not None:
         return declared
     kind = image_node_kind(str(dep.image.value)) if dep.image else None
@@ -132,10 +135,28 @@ def _layout_needs(dep: Deployment) -> list[tuple[int, str]]:
     return needs
 
 
+def check_node_kind_conflict(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    """``accelerator_type`` against ``check --node-kind``, where both are given."""
+    findings = []
+    for dep in parsed.deployments:
+        declared = {kind.name for kind, _ in _declarations(dep)}
+        if len(declared) > 1 and dep.accelerator_type is not None:
+            message = (
+                f"{' and '.join(why for _, why in _declarations(dep))}: the deployment would "
+                "never run on the node it is checked for"
+            )
+            findings.append(finding(rule, dep, dep.accelerator_type.line, message))
+    return findings
+
+
 def check_parallel_fits_node(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     findings = []
     largest = max(hardware.NODE_KINDS.values(), key=lambda k: k.devices_per_node)
     for dep in parsed.deployments:
+        if dep.spans_nodes is not None:
+            # Ray may place the engine's bundles on several nodes; the plugin's
+            # build-time placement check judges them against the cluster.
+            continue
         parallel = _parallel(dep)
         lower = f"lower {' / '.join(parallel.fields)}, or spread the ranks over nodes."
         kind = node_kind(dep)
@@ -180,8 +201,16 @@ def check_image_node_kind(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> lis
         if not dep.image or not (built_for := image_node_kind(str(dep.image.value))):
             continue
         declared = _declarations(dep)
-        # Every declaration the image contradicts; declaring none, the layout's need.
-        mismatches = [(kind, why, False) for kind, why in declared if kind.name != built_for.name]
+        # Every node kind declared that the image contradicts, with all who declare it;
+        # declaring none, the layout's need.
+        contradicted: dict[str, list[str]] = {}
+        for kind, why in declared:
+            if kind.name != built_for.name:
+                contradicted.setdefault(kind.name, []).append(why)
+        mismatches = [
+            (hardware.NODE_KINDS[name], " and ".join(whys), False)
+            for name, whys in contradicted.items()
+        ]
         if not declared:
             npus, asks = max(_layout_needs(dep), key=lambda need: need[0])
             target = _smallest_kind(npus)
