@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -104,39 +105,47 @@ def test_additional_config_keys_are_what_the_tag_reads(release: str) -> None:
     assert additional_config_keys.differences(Path(str(_GIT_DIR)), release) == []
 
 
-def test_an_unverified_source_must_say_why(tmp_path: Path) -> None:
-    text = (RULES_DIR / "v0.22.1rc1.yaml").read_text()
-    note = "      note: Same parser as vllm-unknown-flag.\n"
-    assert note in text
-    (tmp_path / "v0.22.1rc1.yaml").write_text(text.replace(note, ""))
-    with pytest.raises(ValueError, match="verified_at_tag is false and note is empty"):
-        load_rules("v0.22.1rc1", tmp_path)
-
-
-def test_a_source_verified_at_another_tag_is_refused(tmp_path: Path) -> None:
-    text = (RULES_DIR / "v0.23.0.yaml").read_text()
-    ref = "      ref: v0.23.0\n      file: vllm_ascend/utils.py\n"
-    assert ref in text
-    (tmp_path / "v0.23.0.yaml").write_text(text.replace(ref, ref.replace("v0.23.0", "main")))
-    with pytest.raises(ValueError, match="'dsa-cp-requires-flashcomm1': source.ref is 'main'"):
-        load_rules("v0.23.0", tmp_path)
-
-
-def test_a_rule_file_of_a_release_without_release_data_is_refused(tmp_path: Path) -> None:
+#: A rule file planted with one mistake: (release, text in it, its replacement, the
+#: file's name, what the refusal says). Each is refused at load, never run.
+PLANTED_MISTAKES = {
+    "unverified-source-without-note": (
+        "v0.22.1rc1",
+        "      note: Same parser as vllm-unknown-flag.\n",
+        "",
+        "v0.22.1rc1",
+        "verified_at_tag is false and note is empty",
+    ),
+    "verified-at-another-tag": (
+        "v0.23.0",
+        "      ref: v0.23.0\n      file: vllm_ascend/utils.py\n",
+        "      ref: main\n      file: vllm_ascend/utils.py\n",
+        "v0.23.0",
+        "'dsa-cp-requires-flashcomm1': source.ref is 'main'",
+    ),
     # The rules' release must be one the release data holds: its vLLM and images are
     # read from there, never restated in the rule file.
-    text = (
-        (RULES_DIR / "v0.23.0.yaml").read_text().replace("release: v0.23.0\n", "release: v9.9.9\n")
-    )
-    (tmp_path / "v9.9.9.yaml").write_text(text)
-    with pytest.raises(ValueError, match="release 'v9.9.9' has no release data; add src/"):
-        load_rules("v9.9.9", tmp_path)
+    "release-without-release-data": (
+        "v0.23.0",
+        "release: v0.23.0\n",
+        "release: v9.9.9\n",
+        "v9.9.9",
+        "release 'v9.9.9' has no release data; add src/",
+    ),
+    "misspelt-setting-path": (
+        "v0.22.1rc1",
+        "{path: additional_config.enable_dsa_cp, default: false}",
+        "{path: config.enable_dsa_cp, default: false}",
+        "v0.22.1rc1",
+        "setting path 'config.enable_dsa_cp': write it as one of",
+    ),
+}
 
 
-def test_a_misspelt_setting_path_in_a_rule_is_refused(tmp_path: Path) -> None:
-    text = (RULES_DIR / "v0.22.1rc1.yaml").read_text()
-    path = "{path: additional_config.enable_dsa_cp, default: false}"
-    assert path in text
-    (tmp_path / "v0.22.1rc1.yaml").write_text(text.replace(path, path.replace("additional_", "")))
-    with pytest.raises(ValueError, match="setting path 'config.enable_dsa_cp': write it as one of"):
-        load_rules("v0.22.1rc1", tmp_path)
+@pytest.mark.parametrize("mistake", list(PLANTED_MISTAKES))
+def test_a_rule_file_with_a_planted_mistake_is_refused(tmp_path: Path, mistake: str) -> None:
+    release, old, new, name, says = PLANTED_MISTAKES[mistake]
+    text = (RULES_DIR / f"{release}.yaml").read_text()
+    assert old in text
+    (tmp_path / f"{name}.yaml").write_text(text.replace(old, new))
+    with pytest.raises(ValueError, match=re.escape(says)):
+        load_rules(name, tmp_path)
