@@ -134,6 +134,11 @@ def _errors(path: Path) -> dict[str, list[Any]]:
     return found
 
 
+def _lines(out: str, rule_id: str) -> list[str]:
+    """The printed findings of one rule."""
+    return [line for line in out.splitlines() if f" {rule_id}: " in line]
+
+
 def test_a2_image_on_the_a3_service_names_the_image_and_the_a3_tag(tmp_path: Path) -> None:
     path = _planted(tmp_path, "A3", f"image: {A3_IMAGE}\n", f"image: {A2_IMAGE}\n")
     found = _errors(path)
@@ -211,7 +216,7 @@ def test_node_kind_option_flags_the_other_kinds_image(
 ) -> None:
     assert main(["--node-kind", node.name, str(COMPOSE[file_kind])]) == 1
     out = capsys.readouterr().out
-    (line,) = [line for line in out.splitlines() if "image-node-kind-mismatch" in line]
+    (line,) = _lines(out, "image-node-kind-mismatch")
     assert f"`image` {image} is built for {NODE_KINDS[file_kind].name} nodes" in line
     assert f"but --node-kind {node.name} says the node is an {node.name}" in line
     assert line.endswith(f"(fix: image: {other})")
@@ -221,9 +226,7 @@ def test_node_kind_option_flags_the_a3_layout_on_an_a2_node(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["--node-kind", "A2", str(COMPOSE["A3"])]) == 1
-    (line,) = [
-        line for line in capsys.readouterr().out.splitlines() if "parallel-exceeds-node" in line
-    ]
+    (line,) = _lines(capsys.readouterr().out, "parallel-exceeds-node")
     assert f"= {A3.devices_per_node} NPUs, but one A2 node has {A2.devices_per_node}" in line
 
 
@@ -291,9 +294,9 @@ def test_node_kind_option_against_the_declared_accelerator_type(
     path.write_text(DP_SERVE_CONFIG.format(soc=A3.soc_names[0]))
     assert main(["--node-kind", "A2", str(path)]) == 1
     out = capsys.readouterr().out
-    (conflict,) = [line for line in out.splitlines() if "node-kind-conflict" in line]
+    (conflict,) = _lines(out, "node-kind-conflict")
     assert f"`accelerator_type` {A3.soc_names[0]} is an A3 device and --node-kind A2" in conflict
-    (layout,) = [line for line in out.splitlines() if "parallel-exceeds-node" in line]
+    (layout,) = _lines(out, "parallel-exceeds-node")
     assert f"= 16 NPUs, but one A2 node has {A2.devices_per_node}" in layout
     # The same file on the node it declares: clean.
     assert main(["--node-kind", "A3", str(path)]) == 0
@@ -305,9 +308,7 @@ def test_one_image_finding_when_both_declarations_name_the_same_node(
     path = tmp_path / "serve.yaml"
     path.write_text(SERVE_CONFIG.format(soc=A2.soc_names[0], image=A3_IMAGE))
     assert main(["--node-kind", "A2", str(path)]) == 1
-    (line,) = [
-        line for line in capsys.readouterr().out.splitlines() if "image-node-kind-mismatch" in line
-    ]
+    (line,) = _lines(capsys.readouterr().out, "image-node-kind-mismatch")
     assert "is an A2 device and --node-kind A2 says the node is an A2" in line
     assert line.endswith(f"(fix: image: {A2_IMAGE})")
 
@@ -327,3 +328,22 @@ def test_a_layout_ray_may_spread_over_nodes_is_not_one_nodes(tmp_path: Path) -> 
     (finding,) = check_file(packed, node_kind="A2")
     assert finding.rule_id == "parallel-exceeds-node"
     assert f"= 16 NPUs, but one A2 node has {A2.devices_per_node}" in finding.message
+
+
+DOCKERFILE = ROOT / "recipes" / "Dockerfile"
+
+
+def test_a_dockerfiles_image_is_fixed_where_it_is_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # recipes/Dockerfile takes its base image from a build argument: the fix is the
+    # build's, not an edit of the file.
+    assert main(["--node-kind", "A3", str(DOCKERFILE)]) == 1
+    (line,) = _lines(capsys.readouterr().out, "image-node-kind-mismatch")
+    assert line.endswith(f"(fix: docker build --build-arg VLLM_ASCEND_IMAGE={A3_IMAGE})")
+    # A FROM that names the image itself is fixed in the file.
+    literal = tmp_path / "Dockerfile"
+    literal.write_text(f"FROM {A2_IMAGE}\n")
+    assert main(["--node-kind", "A3", str(literal)]) == 1
+    (line,) = _lines(capsys.readouterr().out, "image-node-kind-mismatch")
+    assert line.endswith(f"(fix: image: {A3_IMAGE})")

@@ -131,9 +131,10 @@ _ARG_REFERENCE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 def _dockerfile_line(
     words: list[str], tokens: list[Setting], state: dict[str, str]
-) -> Setting | None:
+) -> tuple[Setting, str | None] | None:
     """Read one Dockerfile instruction into ``state`` (ARG defaults and ENV, by name);
-    return the image of a ``FROM``, with the ARG defaults before it substituted."""
+    return the image of a ``FROM``, with the ARG defaults before it substituted, and the
+    build argument it is, where it is one whole (``FROM ${NAME}``)."""
     # Upper case only, as Dockerfiles write instructions: a heredoc's Python
     # (`from x import y`) is not one.
     instruction = words[0]
@@ -148,7 +149,9 @@ def _dockerfile_line(
             image = _ARG_REFERENCE.sub(
                 lambda m: state.get(f"arg:{m[1] or m[2]}", m[0]), words[index]
             )
-            return Setting(value=image, line=tokens[index].line)
+            whole = _ARG_REFERENCE.fullmatch(words[index])
+            argument = (whole[1] or whole[2]) if whole else None
+            return Setting(value=image, line=tokens[index].line), argument
     return None
 
 
@@ -185,8 +188,8 @@ def parse_commands(path: str, text: str, first_line: int = 1) -> list[Deployment
             if words[0] == "ENV":
                 env.update(_dockerfile_env(words, tokens))
                 continue
-            if image := _dockerfile_line(words, tokens, arguments):
-                pending.image = image
+            if base := _dockerfile_line(words, tokens, arguments):
+                pending.image, pending.image_build_arg = base
                 continue
         _docker_run(tokens, pending)
         argv = serve_argv(tokens)

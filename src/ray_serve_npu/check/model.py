@@ -56,6 +56,9 @@ class Deployment(BaseModel):
     # Line that anchors findings about the deployment as a whole.
     line: int
     image: Setting | None = None
+    # The build argument a Dockerfile's FROM takes its image from (`FROM ${NAME}`): the
+    # image is changed with `docker build --build-arg NAME=...`, not in the file.
+    image_build_arg: str | None = None
     model: Setting | None = None
     # vLLM engine arguments by their dest name (``tensor_parallel_size``), parsed.
     engine: dict[str, Setting] = Field(default_factory=dict)

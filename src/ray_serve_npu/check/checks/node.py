@@ -239,7 +239,10 @@ def _image_mismatch(
     assert dep.image is not None
     image = str(dep.image.value)
     other = _image_for(image, target)
-    fix = f"image: {other}" if other else rule.fix
+    if other and dep.image_build_arg:
+        fix = f"docker build --build-arg {dep.image_build_arg}={other}"
+    else:
+        fix = f"image: {other}" if other else rule.fix
     if other and layout:
         # The layout, not the node, asks for the bigger kind: shrinking it is a fix too.
         fix += (
