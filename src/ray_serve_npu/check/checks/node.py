@@ -48,8 +48,6 @@ def node_kind(dep: Deployment) -> hardware.NodeKind | None:
     accelerator type's; else its image's, or the smallest kind its layout needs where that
     is bigger (an image of too small a node kind is the image's mistake, which
     image-node-kind-mismatch names). A disagreement is node-kind-conflict's."""
-    if dep.node_kind:
-        return hardware.NODE_KINDS[dep.node_kind]
     if (declared := _declared_kind(dep)) is not None:
         return declared
     kind = image_node_kind(str(dep.image.value)) if dep.image else None
@@ -105,7 +103,7 @@ def _smallest_kind(npus: int) -> hardware.NodeKind | None:
 
 def _declarations(dep: Deployment) -> list[tuple[hardware.NodeKind, str]]:
     """The node kinds the deployment is declared to run on, each with who says so: its
-    Ray accelerator type, and ``check --node-kind``."""
+    Ray accelerator type, then ``check --node-kind``, which names the node itself."""
     declared = []
     if dep.accelerator_type and (kind := soc_node_kind(str(dep.accelerator_type.value))):
         declared.append(
@@ -118,8 +116,10 @@ def _declarations(dep: Deployment) -> list[tuple[hardware.NodeKind, str]]:
 
 
 def _declared_kind(dep: Deployment) -> hardware.NodeKind | None:
-    """The node kind the deployment is declared to run on (its accelerator type first)."""
-    return next((kind for kind, _ in _declarations(dep)), None)
+    """The node kind the deployment is declared to run on: the last declaration, so that
+    ``--node-kind`` wins over the accelerator type."""
+    declared = _declarations(dep)
+    return declared[-1][0] if declared else None
 
 
 def _layout_needs(dep: Deployment) -> list[tuple[int, str]]:
@@ -139,10 +139,10 @@ def check_node_kind_conflict(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> 
     """``accelerator_type`` against ``check --node-kind``, where both are given."""
     findings = []
     for dep in parsed.deployments:
-        declared = {kind.name for kind, _ in _declarations(dep)}
-        if len(declared) > 1 and dep.accelerator_type is not None:
+        declared = _declarations(dep)
+        if len({kind.name for kind, _ in declared}) > 1 and dep.accelerator_type is not None:
             message = (
-                f"{' and '.join(why for _, why in _declarations(dep))}: the deployment would "
+                f"{' and '.join(why for _, why in declared)}: the deployment would "
                 "never run on the node it is checked for"
             )
             findings.append(finding(rule, dep, dep.accelerator_type.line, message))
