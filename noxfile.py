@@ -13,9 +13,10 @@ from pathlib import Path
 import nox
 
 nox.options.sessions = ["lint", "tests", "docs"]
-# Locally, reuse session virtualenvs; CI builds them fresh, so nothing
-# installed by hand can hide a missing install step.
-nox.options.reuse_existing_virtualenvs = not os.environ.get("CI")
+#: Locally, reuse session virtualenvs; CI builds them fresh, so nothing
+#: installed by hand can hide a missing install step.
+FRESH_VIRTUALENVS = bool(os.environ.get("CI"))
+nox.options.reuse_existing_virtualenvs = not FRESH_VIRTUALENVS
 
 ROOT = Path(__file__).parent
 #: Built site and test artifacts live outside the source tree.
@@ -77,13 +78,27 @@ def tests(session: nox.Session, ray: str) -> None:
     session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
     tmp = BUILD / f"tmp-ray-{ray}"
     tmp.mkdir(parents=True, exist_ok=True)
-    session.run(
-        "pytest",
-        *PYTEST_WORKERS[ray],
-        *PYTEST_ARGS[ray],
-        *session.posargs,
-        env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
-    )
+    try:
+        session.run(
+            "pytest",
+            *PYTEST_WORKERS[ray],
+            *PYTEST_ARGS[ray],
+            *session.posargs,
+            env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
+        )
+    finally:
+        _drop_unreused_virtualenv(session)
+
+
+def _drop_unreused_virtualenv(session: nox.Session) -> None:
+    """Delete a session's virtualenv that no later run will reuse (CI builds fresh).
+
+    The 2.56.1 and 2.57.1 stacks carry PyPI's CUDA torch, about 9.5 GB each; kept
+    side by side with the 2.60 one they filled CI's disk while 2.57.1 installed
+    ("No space left on device", CI at 0f1c1e1).
+    """
+    if FRESH_VIRTUALENVS:
+        shutil.rmtree(session.virtualenv.location, ignore_errors=True)
 
 
 @nox.session
