@@ -1,17 +1,27 @@
 """Root conftest: the docs harness checks every code block of every page under docs/.
 
 ``pytest --run-recipes`` also runs each page as one scenario, on Ascend NPUs where the
-host has them and on the fake-NPU tier elsewhere (src/ray_serve_npu/testing/harness/).
+host has them and on the fake-NPU tier elsewhere (tooling/ray_serve_npu_tooling/harness/).
 
 ``nox -s tests`` runs the suite in two pytest-xdist workers (``--dist loadgroup``);
 :data:`WORKER_GROUPS` keeps together what must share one worker.
 """
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["ray_serve_npu.testing.harness.plugin"]
+#: The docs harness is the repository's tooling (tooling/), which the project's wheel
+#: doesn't ship: installed beside the project, not with it.
+HARNESS = "ray_serve_npu_tooling.harness.plugin"
+if importlib.util.find_spec(HARNESS.split(".")[0]) is None:
+    pytest.exit(
+        "the docs harness is not installed: run `pip install -e ./tooling` from the root of "
+        "the checkout (nox -s tests installs it)",
+        returncode=pytest.ExitCode.USAGE_ERROR,
+    )
+pytest_plugins = [HARNESS]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
 

@@ -19,6 +19,9 @@ FRESH_VIRTUALENVS = bool(os.environ.get("CI"))
 nox.options.reuse_existing_virtualenvs = not FRESH_VIRTUALENVS
 
 ROOT = Path(__file__).parent
+#: The repository's tooling (tooling/pyproject.toml): the docs harness, the mock engine,
+#: the site's checks. Installed beside the product wherever they run; never in its wheel.
+TOOLING = "./tooling"
 #: Built site and test artifacts live outside the source tree.
 BUILD = ROOT / "build"
 
@@ -72,7 +75,7 @@ def tests(session: nox.Session, ray: str) -> None:
     # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
     # install; the tests import a fraction of it, compiled on first import. Beside it,
     # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
-    session.install("--no-compile", *RAY_STACKS[ray])
+    session.install("--no-compile", *RAY_STACKS[ray], TOOLING)
     # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
     # break `import vllm` beside torch's CPU build; the engine needs neither.
     session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
@@ -134,7 +137,7 @@ EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh_CN"}
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build every edition of the site with warnings as errors."""
-    session.install(".[docs]")
+    session.install(".[docs]", TOOLING)
     out = BUILD / "docs" / "html"
     for language, directory in EDITIONS.items():
         session.run(
@@ -162,7 +165,7 @@ def docs_po(session: nox.Session) -> None:
     inline code and link targets alike; docs/_ext/code_substitutions.py), so a
     translation that keeps them takes a new release's values without an update.
     """
-    session.install(".[docs]")
+    session.install(".[docs]", TOOLING)
     pot = BUILD / "gettext"
     session.run("sphinx-build", "-q", "-b", "gettext", "docs", str(pot), env=TEST_ENV)
     for language in EDITIONS:
@@ -202,7 +205,7 @@ def release(session: nox.Session) -> None:
     else:  # pragma: no cover
         import tomli as tomllib
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    session.install("build", "twine", ".[docs]")
+    session.install("build", "twine", ".[docs]", TOOLING)
     dist = BUILD / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     session.run("python", "-m", "build", "--outdir", str(dist))
@@ -229,7 +232,7 @@ def release(session: nox.Session) -> None:
     session.run(
         "python",
         "-m",
-        "ray_serve_npu_docs.release_notes",
+        "ray_serve_npu_tooling.docs.release_notes",
         "docs",
         version,
         str(notes),
@@ -244,7 +247,11 @@ def lint(session: nox.Session) -> None:
     session.install("ruff", "pyyaml")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    # The checker is a package of its own, importable without Ray or the project installed.
+    # The style checker imports neither Ray nor the product: the tooling's directory is enough.
     session.run(
-        "python", "-m", "ray_serve_npu_docs.style", "docs", env={"PYTHONPATH": str(ROOT / "src")}
+        "python",
+        "-m",
+        "ray_serve_npu_tooling.docs.style",
+        "docs",
+        env={"PYTHONPATH": str(ROOT / "tooling")},
     )

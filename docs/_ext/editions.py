@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from ray_serve_npu_tooling.docs.pages import NUMBER_WORDS
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.search.zh import SearchChinese
-
-from ray_serve_npu_docs.pages import NUMBER_WORDS
 
 #: Language code -> (label in that language, directory below the site's root).
 EDITIONS: dict[str, tuple[str, str]] = {

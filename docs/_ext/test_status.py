@@ -5,7 +5,7 @@ fake-NPU tier, how many are checked statically and how many are skipped (with th
 markers' reasons), and what Ascend runners would run. The ``test-status-table``
 directive renders the same for every page, block by block (docs/testing.md).
 
-Both come from :func:`ray_serve_npu.testing.harness.status.page_status`, the outcomes
+Both come from :func:`ray_serve_npu_tooling.harness.status.page_status`, the outcomes
 the harness holds every block to: a test run fails any block whose outcome differs,
 so a page can't claim a run the suite does not make. The note's text is in the
 build's language (English, or Chinese for ``-D language=zh_CN``); the markers'
@@ -21,11 +21,7 @@ from typing import Any
 
 from docutils import nodes
 from editions import edition_texts, inline_code
-from sphinx import addnodes
-from sphinx.application import Sphinx
-from sphinx.util.docutils import SphinxDirective
-
-from ray_serve_npu.testing.harness.status import (
+from ray_serve_npu_tooling.harness.status import (
     Mode,
     Outcome,
     PageStatus,
@@ -33,6 +29,9 @@ from ray_serve_npu.testing.harness.status import (
     calls_docker,
     page_status,
 )
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
 
 #: The label of the table's section on docs/testing.md, which every note links to.
 TABLE_LABEL = "testing-status"

@@ -7,7 +7,7 @@ One tiny engine, three ways, side by side on one fake cluster with NPUs and GPUs
 - ``serve-gpu``: the same app with the ``gpu`` kind, on fake GPUs.
 
 Every target gets the same engine settings (the recipe's, adapted to the fake
-tier by :func:`ray_serve_npu.testing.adapter.adapt_llm_config`). Rounds of load
+tier by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config`). Rounds of load
 points alternate between the targets, so that a slow spell of the machine hits
 all of them; the npu kind is read against the gpu kind round by round. Not
 against the ``cpu`` kind: Ray Serve LLM runs that one with vLLM's ``mp``
@@ -33,17 +33,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ray_serve_npu.testing.adapter import adapt_llm_config
-from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
-from ray_serve_npu.testing.processes import (
+from ray_serve_npu.fake_npu.adapter import adapt_llm_config
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
+from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     free_port,
     start_process_group,
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.testing.tiny_model import make_tiny_model
-from ray_serve_npu.testing.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
+from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables

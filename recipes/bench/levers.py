@@ -135,7 +135,7 @@ def haproxy_env() -> dict[str, str]:
     adds a 56-character directory below it, and HAProxy refuses a log socket
     path longer than a Unix socket's 108 bytes.
     """
-    from ray_serve_npu.testing.processes import free_port
+    from ray_serve_npu.fake_npu.processes import free_port
 
     base = Path(tempfile.mkdtemp(prefix="rsn-hap-", dir="/tmp"))
     return {

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ray_serve_npu.testing.processes import (
+from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     ensure_port_free,
     start_process_group,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 #: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
 #: directory: the builder then serves each config's fake-tier variant
-#: (:mod:`ray_serve_npu.testing.adapter`) and logs every change.
+#: (:mod:`ray_serve_npu.fake_npu.adapter`) and logs every change.
 DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
 #: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
 #: directory, which the fake tier serves for data-parallel configs (vLLM refuses
@@ -95,7 +95,7 @@ def _fake_tier_variant(serving_args: LLMServingArgs, model_dir: Path) -> LLMServ
     """Each config's fake-tier variant, every change logged."""
     from ray.serve.llm import LLMServingArgs
 
-    from ray_serve_npu.testing.adapter import adapt_llm_config, log_changes
+    from ray_serve_npu.fake_npu.adapter import adapt_llm_config, log_changes
 
     adapted = []
     moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)

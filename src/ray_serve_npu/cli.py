@@ -14,7 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "against the pinned vLLM-Ascend release",
     ),
     "dry-run": (
-        "ray_serve_npu.testing.dry_run",
+        "ray_serve_npu.fake_npu.dry_run",
         "run a recipe on the fake-NPU tier: a local Ray cluster with fake NPUs, "
         "vLLM's CPU build and a tiny random model",
     ),

@@ -18,7 +18,7 @@ sys.path.insert(0, str(RECIPES))
 
 from bench.fake_tier import direct_vllm, recipe_fields  # noqa: E402
 
-from ray_serve_npu.testing.tiny_model import make_tiny_model  # noqa: E402
+from ray_serve_npu.fake_npu.tiny_model import make_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

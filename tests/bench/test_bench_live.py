@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bench.sweep import main
 
-from ray_serve_npu.testing.processes import free_port
+from ray_serve_npu.fake_npu.processes import free_port
 
 MODEL = "deepseek-v4-flash"
 

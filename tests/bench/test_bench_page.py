@@ -10,8 +10,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from ray_serve_npu_tooling.docs.pages import read_page
+
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
-from ray_serve_npu_docs.pages import read_page
 
 ROOT = Path(__file__).parents[2]
 PAGE = ROOT / "docs" / "benchmarks.md"

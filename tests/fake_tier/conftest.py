@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ray_serve_npu.testing.fake_tier import FakeNPUTier, fake_npu_tier
+from ray_serve_npu.fake_npu.fake_tier import FakeNPUTier, fake_npu_tier
 
 
 @pytest.fixture(scope="package")

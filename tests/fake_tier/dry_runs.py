@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_serve_npu.testing.dry_run import DryRunProcess, keep_serving
+from ray_serve_npu.fake_npu.dry_run import DryRunProcess, keep_serving
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 

@@ -9,7 +9,7 @@ import pytest
 from ray.serve.llm import LLMConfig
 
 import ray_serve_npu  # noqa: F401
-from ray_serve_npu.testing.adapter import (
+from ray_serve_npu.fake_npu.adapter import (
     DROPPED,
     adapt_env,
     adapt_llm_config,

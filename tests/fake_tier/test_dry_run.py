@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from ray_serve_npu.cli import main
-from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.dry_run import (
+from ray_serve_npu.fake_npu.dry_run import (
     CHAT_LINE_END,
     DryRunProcess,
     command_for,
     engine_devices,
     fake_tier_changes,
 )
+from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The fake tier's two CPU collectives (ray_serve_npu.testing.vllm_plugins) on a real gloo group.
+"""The fake tier's two CPU collectives (ray_serve_npu.fake_npu.vllm_plugins) on a real gloo group.
 
 vLLM's CpuCommunicator lacks ``all_gatherv`` and ``reduce_scatterv``, which the MoE
 layers' data-parallel dispatch calls; the fake tier adds both. Two processes, no Ray.
@@ -18,7 +18,7 @@ def _rank(rank: int, store: str, results: dict[int, object]) -> None:
     import torch
     import torch.distributed as dist
 
-    from ray_serve_npu.testing.vllm_plugins import _cpu_all_gatherv, _cpu_reduce_scatterv
+    from ray_serve_npu.fake_npu.vllm_plugins import _cpu_all_gatherv, _cpu_reduce_scatterv
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     try:

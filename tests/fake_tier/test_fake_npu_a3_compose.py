@@ -20,8 +20,8 @@ from collections.abc import Iterator
 import pytest
 from dry_runs import dry_run_serving
 
+from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.releases import DEFAULT_RELEASE
-from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
 COMPOSE = "docker-compose-a3.yaml"
 MODEL_ID = "deepseek-v4-flash"

@@ -3,7 +3,7 @@
 The recipe runs unchanged; the fake tier's adapter keeps its four data-parallel
 ranks, runs each on one CPU engine worker instead of four (two cores can't start
 sixteen), serves a tiny mixture-of-experts model and drops expert parallel, which
-crashes vLLM's CPU MoE kernel (both changes logged; ray_serve_npu.testing.adapter).
+crashes vLLM's CPU MoE kernel (both changes logged; ray_serve_npu.fake_npu.adapter).
 What is real: Ray Serve LLM's data-parallel gang, the npu kind's bundles, Ray's
 NPU assignment and ``ASCEND_RT_VISIBLE_DEVICES``, vLLM's data-parallel engine,
 the OpenAI endpoint. The last test kills one rank and measures how Serve restarts
@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from ray_serve_npu.fake_npu.cluster import FakeNode
+from ray_serve_npu.fake_npu.fake_tier import FakeNPUTier, fake_npu_tier
+from ray_serve_npu.fake_npu.processes import ProcessServer
+from ray_serve_npu.fake_npu.vllm_plugins import engine_worker_records
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
-from ray_serve_npu.testing.cluster import FakeNode
-from ray_serve_npu.testing.fake_tier import FakeNPUTier, fake_npu_tier
-from ray_serve_npu.testing.processes import ProcessServer
-from ray_serve_npu.testing.vllm_plugins import engine_worker_records
 from tests.resilience.fake_serving import (
     OpenStreams,
     StreamOutcome,

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 import pytest
 from dry_runs import dry_run_serving
 
+from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.releases import DEFAULT_RELEASE
-from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
 RECIPE = "serve_npu_a3.py"
 MODEL_ID = "deepseek-v4-flash"

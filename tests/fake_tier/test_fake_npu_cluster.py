@@ -9,8 +9,8 @@ import sys
 
 import psutil
 
+from ray_serve_npu.fake_npu.cluster import FakeNode, fake_npu_cluster
 from ray_serve_npu.hardware import A3
-from ray_serve_npu.testing.cluster import FakeNode, fake_npu_cluster
 
 NODES_SCRIPT = """
 import json, ray

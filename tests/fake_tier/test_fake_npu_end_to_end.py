@@ -23,8 +23,8 @@ import pytest
 from dry_runs import RECIPES, dry_run_serving
 from openai import OpenAI
 
+from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.dry_run import STOPPED_LINE, DryRunProcess
 
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"

@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import pytest
 from openai import OpenAI
 
-from ray_serve_npu.testing.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
-from ray_serve_npu.testing.npu_pacing import (
+from ray_serve_npu.fake_npu.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
+from ray_serve_npu.fake_npu.npu_pacing import (
     DEFAULT_DECODE_S_PER_STEP,
     DEFAULT_PREFILL_S_PER_TOKEN,
     PACING_ENV_VAR,
@@ -29,14 +29,14 @@ from ray_serve_npu.testing.npu_pacing import (
     pacing_from_env,
     scheduled_work,
 )
-from ray_serve_npu.testing.processes import (
+from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     free_port,
     start_process_group,
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 #: Set far above the tiny model's CPU step (a few ms), so that the pacing, not the

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_serve_npu.testing.fake_tier import FakeNPUTier
+from ray_serve_npu.fake_npu.fake_tier import FakeNPUTier
 
 pytestmark = pytest.mark.fake_npu
 

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from ray_serve_npu.testing.vllm_plugins import (
+from ray_serve_npu.fake_npu.vllm_plugins import (
     FAKE_DEVICE_ENV_VAR,
     FAKE_PLATFORM_ENV_VAR,
     fake_npu_platform,

@@ -10,15 +10,15 @@ import types
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu.testing import ascend_tier
-from ray_serve_npu.testing.ascend_tier import (
+from ray_serve_npu_tooling.harness import ascend_tier
+from ray_serve_npu_tooling.harness.ascend_tier import (
     AscendTier,
     detect_npus,
     planned_tier_name,
     select_tier,
 )
-from ray_serve_npu.testing.tier import (
+
+from ray_serve_npu.fake_npu.tier import (
     CLIENT_API_KEY_ENV_VAR,
     MODEL_PATH_ENV_VAR,
     RAY_AUTH_MODE_ENV_VAR,
@@ -75,9 +75,9 @@ def test_without_npus_the_fake_tier_is_selected_here_a_stub_of_it(
         started.append(workdir)
         yield types.SimpleNamespace(name="fake-npu", fake=True)
 
-    stub_module = types.ModuleType("ray_serve_npu.testing.fake_tier")
+    stub_module = types.ModuleType("ray_serve_npu.fake_npu.fake_tier")
     stub_module.fake_npu_tier = fake_npu_tier_stub  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "ray_serve_npu.testing.fake_tier", stub_module)
+    monkeypatch.setitem(sys.modules, "ray_serve_npu.fake_npu.fake_tier", stub_module)
     with select_tier(tmp_path, npus=0, env={MODEL_PATH_ENV_VAR: "/ignored"}) as tier:
         assert tier.name == planned_tier_name(0) == "fake-npu"
     assert started == [tmp_path]

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu.testing.harness import scenario
-from ray_serve_npu.testing.harness.blocks import read_page
-from ray_serve_npu.testing.harness.status import Mode, Status, declared_outcomes, page_status
+from ray_serve_npu_tooling.harness import scenario
+from ray_serve_npu_tooling.harness.blocks import read_page
+from ray_serve_npu_tooling.harness.status import Mode, Status, declared_outcomes, page_status
 
 from .test_pages import PAGE, SeededRepo, seeded  # noqa: F401 (the fixture)
 

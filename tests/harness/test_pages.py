@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ray_serve_npu_tooling.harness.plugin import TIER_CHOICE, TierChoice
 
-from ray_serve_npu.testing.harness.plugin import TIER_CHOICE, TierChoice
-from ray_serve_npu.testing.processes import free_port
+from ray_serve_npu.fake_npu.processes import free_port
 
 from .mock_tier import MockTier
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu.testing.harness.blocks import read_page
-from ray_serve_npu.testing.harness.fences import find_fences
-from ray_serve_npu.testing.harness.markers import MarkerKind, parse_marker
-from ray_serve_npu.testing.harness.output import compare_output
-from ray_serve_npu.testing.harness.problems import Location, PageProblem
-from ray_serve_npu.testing.harness.server_config import server_config
-from ray_serve_npu.testing.harness.static_checks import check_dockerfile
+from ray_serve_npu_tooling.harness.blocks import read_page
+from ray_serve_npu_tooling.harness.fences import find_fences
+from ray_serve_npu_tooling.harness.markers import MarkerKind, parse_marker
+from ray_serve_npu_tooling.harness.output import compare_output
+from ray_serve_npu_tooling.harness.problems import Location, PageProblem
+from ray_serve_npu_tooling.harness.server_config import server_config
+from ray_serve_npu_tooling.harness.static_checks import check_dockerfile
 
 PAGE = Path("docs/page.md")
 HERE = Location(PAGE, 3)

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from ray_serve_npu.testing.processes import ensure_port_free
+from ray_serve_npu.fake_npu.processes import ensure_port_free
 
 
 def test_a_taken_port_is_refused_with_the_reason() -> None:

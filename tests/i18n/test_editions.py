@@ -7,9 +7,8 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu_docs.site import build
-from ray_serve_npu_docs.translations import check_catalogs, check_language, verbatim_parts
+from ray_serve_npu_tooling.docs.site import build
+from ray_serve_npu_tooling.docs.translations import check_catalogs, check_language, verbatim_parts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _CJK = re.compile(r"[\u4e00-\u9fff]")

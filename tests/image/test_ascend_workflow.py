@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ray_serve_npu_tooling.harness.blocks import read_page
+from ray_serve_npu_tooling.harness.server_config import commands
 from ruamel.yaml import YAML
-
-from ray_serve_npu.testing.harness.blocks import read_page
-from ray_serve_npu.testing.harness.server_config import commands
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "ascend-recipes.yml"
@@ -119,6 +118,8 @@ def test_the_job_builds_the_dockerfile_with_its_own_pins() -> None:
         if line.startswith("ARG ")
     ]
     assert "EXTRAS" in dockerfile_args
+    # The harness the job runs is the repository's tooling, outside the product's wheel.
+    assert "${EXTRAS:+/opt/ray-serve-npu/tooling}" in (ROOT / DOCKERFILE).read_text()
 
 
 def test_the_suite_runs_in_the_image_the_job_built() -> None:

@@ -9,7 +9,7 @@ import ray
 from ray import serve
 
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
-from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 
 
 @pytest.fixture(scope="package")

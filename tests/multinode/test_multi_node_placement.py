@@ -1,7 +1,7 @@
 """On two fake A2 nodes: where Serve puts the multi-node recipes' replicas, and how it scales.
 
 The recipes' own LLMConfigs are deployed through ``ray_serve_npu.build_openai_app``
-with the mock engine (``ray_serve_npu.testing.mock_engine``): Ray, Serve, the
+with the mock engine (``ray_serve_npu_tooling.mock_engine``): Ray, Serve, the
 placement groups and the requests are real; the engine is not.
 """
 
@@ -19,12 +19,12 @@ from ray import serve
 from ray.llm._internal.serve.core.configs.openai_api_models import ChatCompletionRequest
 from ray.serve.llm import LLMConfig
 from ray.util.placement_group import placement_group_table
+from ray_serve_npu_tooling.mock_engine import HOLD_ENV_VAR, MOCK_ANSWER
 from recipe_modules import load_recipe
 
 from ray_serve_npu import build_openai_app
+from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
 from ray_serve_npu.placement import InfeasiblePlacementError, autoscaler_nodes
-from ray_serve_npu.testing.cluster import FakeNPUCluster
-from ray_serve_npu.testing.mock_engine import HOLD_ENV_VAR, MOCK_ANSWER
 
 MODEL_ID = "deepseek-v4-flash"
 DEPLOYMENT = f"LLMServer:{MODEL_ID}"
@@ -34,7 +34,7 @@ NPUS_PER_NODE = 8
 def mock_variant(recipe: str, **changes: Any) -> LLMConfig:
     """The recipe's LLMConfig with the mock engine in place of vLLM, plus ``changes``."""
     fields = load_recipe(recipe).llm_config.model_dump(exclude_unset=True)
-    env = {"RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu.testing.mock_engine.MockEngine"}
+    env = {"RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu_tooling.mock_engine.MockEngine"}
     return LLMConfig(**{**fields, "runtime_env": {"env_vars": env}, **changes})
 
 
@@ -98,7 +98,7 @@ def test_serve_scales_from_one_to_two_replicas_under_load_and_back(deploy: Any) 
         deployment_config={"autoscaling_config": autoscaling},
         runtime_env={
             "env_vars": {
-                "RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu.testing.mock_engine.MockEngine",
+                "RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu_tooling.mock_engine.MockEngine",
                 HOLD_ENV_VAR: "1",
             }
         },

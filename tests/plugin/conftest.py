@@ -9,8 +9,8 @@ import pytest
 import ray
 
 import ray_serve_npu
+from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
-from ray_serve_npu.testing.processes import free_port
 
 # Installed, the package's .pth hook activates the npu kind when Ray Serve LLM
 # loads; the explicit call covers a run from a source tree, where no hook runs.

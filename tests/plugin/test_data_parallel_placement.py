@@ -5,7 +5,7 @@
 (DP 4 x TP 2 over eight NPUs) and a fake A3 node (DP 4 x TP 4 over sixteen, the
 layout of ``recipes/serve_npu_a3.py``; the fake tier's A3 run keeps one CPU engine
 worker per rank, so this is where each rank's four NPUs are shown). The engine is
-:class:`ray_serve_npu.testing.mock_engine.PlacementProbeEngine`, the mock engine
+:class:`ray_serve_npu_tooling.mock_engine.PlacementProbeEngine`, the mock engine
 plus what the test reads: the NPUs Ray assigns to the workers that vLLM's Ray
 executor would start on each rank's bundles. ``DPServer`` asks nothing of the
 engine class before it builds it (dp_server.py:108-217), so the mock needs no
@@ -44,16 +44,16 @@ from npu_configs import make_llm_config
 from ray import serve
 from ray.experimental.internal_kv import _internal_kv_del, _internal_kv_get, _internal_kv_list
 from ray.util.placement_group import placement_group_table
+from ray_serve_npu_tooling.mock_engine import PROBE_KEY_PREFIX
 from test_placement import _wait_until_placement_groups_removed, _wait_until_running
 
 from ray_serve_npu import build_dp_openai_app
 from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR, NodeKind
-from ray_serve_npu.testing.mock_engine import PROBE_KEY_PREFIX
 
 APP = "npu-dp-placement"
 DP = 4
 PROBE_ENGINE_ENV = {
-    "RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu.testing.mock_engine.PlacementProbeEngine"
+    "RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu_tooling.mock_engine.PlacementProbeEngine"
 }
 #: Serve's prefix for a gang's placement group name (serve/_private/common.py:22 at 2.60.0).
 GANG_PG_PREFIX = "SERVE_GANG::"

@@ -6,7 +6,7 @@ facts, the checker) and the command line import without Ray, and each module
 imports on its own in a fresh interpreter: a circular import shows there.
 
 vLLM loads its platform plugins, the fake tier's among them
-(``ray_serve_npu.testing.vllm_plugins``), while it is itself being imported;
+(``ray_serve_npu.fake_npu.vllm_plugins``), while it is itself being imported;
 a package that imports vLLM at module level then fails with a circular import,
 and the engine falls back to the CPU platform, which Ray can't run.
 """
@@ -23,22 +23,24 @@ import pytest
 import ray_serve_npu_autoload
 from ray_serve_npu import hardware
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The plugin's modules that import Ray at module level, by design: the npu
 #: kind's classes subclass Ray's, the patches and the stream guard wrap Ray's.
 NEEDS_RAY = frozenset(
     {"ray_serve_npu.accelerators", "ray_serve_npu._patch", "ray_serve_npu.streams"}
 )
-#: The fake tier and the docs harness: checked for cycles only (they run Ray and vLLM).
-TOOLING = "ray_serve_npu.testing"
+#: The fake-NPU tier and the repository's tooling (tooling/): checked for cycles only
+#: (they run Ray and vLLM).
+RUNS_RAY_AND_VLLM = ("ray_serve_npu.fake_npu", "ray_serve_npu_tooling")
 
 
 def _module_names() -> list[str]:
     names = ["ray_serve_npu_autoload"]
-    for path in sorted((SRC / "ray_serve_npu").rglob("*.py")):
-        parts = path.relative_to(SRC).with_suffix("").parts
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for top in (ROOT / "src", ROOT / "tooling"):
+        for path in sorted(top.glob("ray_serve_npu*/**/*.py")):
+            parts = path.relative_to(top).with_suffix("").parts
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names
 
 
@@ -60,7 +62,7 @@ print(json.dumps({{"ray": ray, "patched": patched}}))
 def test_each_module_imports_alone_without_ray_or_patches(module: str) -> None:
     loaded = _import_alone(module)
 
-    if module.startswith(TOOLING):
+    if module.startswith(RUNS_RAY_AND_VLLM):
         return
     assert loaded["patched"] == [], f"importing {module} patched Ray"
     if module not in NEEDS_RAY:

@@ -1,6 +1,6 @@
 """Against a real local Ray cluster with eight fake NPUs: Serve places an npu deployment.
 
-The engine is a mock (ray_serve_npu.testing.mock_engine): placement is what is tested.
+The engine is a mock (ray_serve_npu_tooling.mock_engine): placement is what is tested.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ray import serve
 from ray.serve.llm import build_llm_deployment
 from ray.util.placement_group import placement_group_table
 
-MOCK_ENGINE_ENV = {"RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu.testing.mock_engine.MockEngine"}
+MOCK_ENGINE_ENV = {"RAYLLM_VLLM_ENGINE_CLS": "ray_serve_npu_tooling.mock_engine.MockEngine"}
 
 
 def test_tp8_npu_deployment_gets_eight_npu_bundles_and_is_placed(ray_with_fake_npus: None) -> None:

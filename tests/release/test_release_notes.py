@@ -8,8 +8,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu_docs.release_notes import ReleaseNotesError, notes_markdown, release_notes
+from ray_serve_npu_tooling.docs.release_notes import (
+    ReleaseNotesError,
+    notes_markdown,
+    release_notes,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ray_serve_npu_tooling.harness.server_config import commands
 from ruamel.yaml import YAML
-
-from ray_serve_npu.testing.harness.server_config import commands
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"

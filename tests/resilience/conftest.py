@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ray_serve_npu.testing.cluster import FakeNPUCluster, fake_npu_cluster
-from ray_serve_npu.testing.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.cluster import FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
 
 from .fake_serving import ServedApp, guarantees, served_app
 

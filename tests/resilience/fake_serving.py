@@ -1,7 +1,7 @@
 """Serve the site's recipe on a fake NPU cluster, and talk to it the way clients do.
 
 The app is recipes/serve_npu.py's own ``LLMConfig``, turned into its fake-tier
-variant by :func:`ray_serve_npu.testing.adapter.adapt_llm_config` (tiny model,
+variant by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config` (tiny model,
 one CPU engine worker holding one fake NPU), built by
 :func:`ray_serve_npu.build_openai_app` and run by Ray Serve on a free port that is
 not 8000. A separate driver process (serve_driver.py) loads the recipe, deploys,
@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ray_serve_npu.testing.cluster import FakeNPUCluster
-from ray_serve_npu.testing.processes import free_port
-from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
+from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
+from ray_serve_npu.fake_npu.processes import free_port
+from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")

@@ -27,7 +27,7 @@ def recipe_llm_config(
     recipe: Path, model_dir: Path, engine_kwargs: dict[str, object], env_vars: dict[str, str]
 ) -> dict[str, object]:
     """The recipe's ``llm_config`` as the fake tier serves it, with the given settings on top."""
-    from ray_serve_npu.testing.adapter import adapt_llm_config
+    from ray_serve_npu.fake_npu.adapter import adapt_llm_config
 
     fields, _changes = adapt_llm_config(runpy.run_path(str(recipe))["llm_config"], model_dir)
     fields["engine_kwargs"].update(engine_kwargs)

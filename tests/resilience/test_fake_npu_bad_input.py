@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ray_serve_npu.testing.adapter import FAKE_MAX_MODEL_LEN
+from ray_serve_npu.fake_npu.adapter import FAKE_MAX_MODEL_LEN
 
 from .fake_serving import MODEL_ID, ServedApp, chat_body, post_json
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.hardware import NPU_RESOURCE, NodeKind
-from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 
 from .fake_serving import DriverFailed, served_app
 

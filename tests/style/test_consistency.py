@@ -10,8 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu_docs.consistency import (
+from ray_serve_npu_tooling.docs.consistency import (
     check_pages,
     main,
     page_claims,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ray_serve_npu_docs.style import check_pages, main
+from ray_serve_npu_tooling.docs.style import check_pages, main
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -33,8 +33,8 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
+from ray_serve_npu.fake_npu.tier import RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
-from ray_serve_npu.testing.tier import RAY_AUTH_MODE_ENV_VAR
 
 
 class FakeNode(BaseModel, frozen=True):

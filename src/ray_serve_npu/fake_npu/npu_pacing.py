@@ -1,7 +1,7 @@
 """NPU pacing for the fake tier's engine: each engine step takes as long as an NPU's would.
 
 A simulation. With ``RAY_SERVE_NPU_FAKE_STEP_PACING`` set, the fake platform's
-worker (:class:`ray_serve_npu.testing.paced_worker.PacedCPUWorker`) runs each
+worker (:class:`ray_serve_npu.fake_npu.paced_worker.PacedCPUWorker`) runs each
 step of the tiny model on the CPU as usual, then sleeps until the step has taken
 
     ``prefill_s_per_token`` × (prompt tokens in the step)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
+from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")

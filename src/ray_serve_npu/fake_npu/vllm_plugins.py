@@ -47,12 +47,12 @@ FAKE_DEVICES: dict[str, FakeDevice] = {
     NPU_RESOURCE: FakeDevice(
         NPU_RESOURCE,
         VISIBLE_DEVICES_ENV_VAR,
-        "ray_serve_npu.testing.fake_platform.FakeNPUPlatform",
+        "ray_serve_npu.fake_npu.fake_platform.FakeNPUPlatform",
     ),
     GPU_RESOURCE: FakeDevice(
         GPU_RESOURCE,
         CUDA_VISIBLE_DEVICES_ENV_VAR,
-        "ray_serve_npu.testing.fake_platform.FakeGPUPlatform",
+        "ray_serve_npu.fake_npu.fake_platform.FakeGPUPlatform",
     ),
 }
 

@@ -9,10 +9,10 @@ and sets ``ASCEND_RT_VISIBLE_DEVICES`` for it, as on an Ascend node.
 
 :class:`FakeGPUPlatform` asks Ray for ``GPU`` instead, as vLLM's CUDA platform
 does, so that a benchmark can run Ray Serve LLM's ``gpu`` kind on fake GPUs
-beside the ``npu`` kind (:data:`~ray_serve_npu.testing.vllm_plugins.FAKE_DEVICE_ENV_VAR`).
+beside the ``npu`` kind (:data:`~ray_serve_npu.fake_npu.vllm_plugins.FAKE_DEVICE_ENV_VAR`).
 
 With ``RAY_SERVE_NPU_FAKE_STEP_PACING`` set, both hold each engine step to an
-NPU's duration (:mod:`ray_serve_npu.testing.npu_pacing`, a simulation).
+NPU's duration (:mod:`ray_serve_npu.fake_npu.npu_pacing`, a simulation).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING
 
 from vllm.platforms.cpu import CpuPlatform
 
+from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, pacing_from_env
+from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICES, GPU_RESOURCE
 from ray_serve_npu.hardware import NPU_RESOURCE
-from ray_serve_npu.testing.npu_pacing import PACING_ENV_VAR, pacing_from_env
-from ray_serve_npu.testing.vllm_plugins import FAKE_DEVICES, GPU_RESOURCE
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
 
 #: The worker vLLM's CPU platform picks (``vllm/platforms/cpu.py``), and its paced variant.
 CPU_WORKER = "vllm.v1.worker.cpu_worker.CPUWorker"
-PACED_CPU_WORKER = "ray_serve_npu.testing.paced_worker.PacedCPUWorker"
+PACED_CPU_WORKER = "ray_serve_npu.fake_npu.paced_worker.PacedCPUWorker"
 
 
 class _FakePlatform(CpuPlatform):

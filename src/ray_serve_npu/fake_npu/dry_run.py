@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ray_serve_npu.fake_npu.cluster import FakeNode
+from ray_serve_npu.fake_npu.processes import start_process_group, stop_process_group
 from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.testing.cluster import FakeNode
-from ray_serve_npu.testing.processes import start_process_group, stop_process_group
 
 #: What dry-run prints once the recipe answered its check request, with --keep-serving.
 SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"
@@ -99,11 +99,11 @@ def fake_tier_changes(log: str) -> list[str]:
 def engine_devices(record_dir: Path) -> list[str]:
     """One line per engine worker that holds NPUs: the ids Ray assigned and what it saw.
 
-    The records are the fake tier's (``ray_serve_npu.testing.vllm_plugins``); on
+    The records are the fake tier's (``ray_serve_npu.fake_npu.vllm_plugins``); on
     NPUs, Ray sets the visibility variable to the ids it assigns.
     """
     # Imported here, as the fake tier is: the records' module imports Ray.
-    from ray_serve_npu.testing.vllm_plugins import engine_worker_records
+    from ray_serve_npu.fake_npu.vllm_plugins import engine_worker_records
 
     return [
         f"fake-npu tier: engine worker {record['pid']} holds NPU "
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)
         return 2
     # Imported here: the fake tier needs vLLM's CPU build (the cpu-engine extra).
-    from ray_serve_npu.testing.fake_tier import fake_npu_tier
+    from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
 
     nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
     with tempfile.TemporaryDirectory(prefix="ray-serve-npu-dry-run-") as workdir:

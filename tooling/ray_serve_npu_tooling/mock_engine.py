@@ -1,7 +1,7 @@
 """A mock LLM engine for tests where the engine is not what is tested.
 
 Select it for a deployment with ``runtime_env={"env_vars": {"RAYLLM_VLLM_ENGINE_CLS":
-"ray_serve_npu.testing.mock_engine.MockEngine"}}``: Ray Serve LLM's ``LLMServer``
+"ray_serve_npu_tooling.mock_engine.MockEngine"}}``: Ray Serve LLM's ``LLMServer``
 then builds this class instead of vLLM's engine (``LLMServer._get_default_engine_class``).
 Serve still computes the deployment's options and creates, places and uses its
 placement group exactly as for a real engine; the mock starts instantly and

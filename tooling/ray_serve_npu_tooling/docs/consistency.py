@@ -25,7 +25,7 @@ another variable, ``$X``, are not literals).
 
 ``{{ name }}`` substitutions are filled in before reading, so a page that writes
 a variable through a substitution and a page that writes it out are compared.
-``python -m ray_serve_npu_docs.consistency docs`` prints one ``file:line`` line
+``python -m ray_serve_npu_tooling.docs.consistency docs`` prints one ``file:line`` line
 per claim of each contradiction and exits 1 if there is any.
 """
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ray_serve_npu_docs.pages import read_page
+from ray_serve_npu_tooling.docs.pages import read_page
 
 ClaimKind = Literal["set", "unset", "default"]
 
@@ -288,7 +288,7 @@ def site_substitutions(docs: Path) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ray_serve_npu_docs.consistency", description=__doc__
+        prog="python -m ray_serve_npu_tooling.docs.consistency", description=__doc__
     )
     parser.add_argument("targets", nargs="+", type=Path, help="pages, or directories of pages")
     parser.add_argument(

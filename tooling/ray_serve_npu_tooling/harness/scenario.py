@@ -12,7 +12,8 @@ from typing import NoReturn
 
 import pytest
 
-from ..tier import Server, Tier
+from ray_serve_npu.fake_npu.tier import Server, Tier
+
 from .blocks import Block, Language
 from .markers import MarkerKind
 from .output import compare_output

@@ -1,6 +1,6 @@
 """Check a translation against the pages: every message translated, code kept as written.
 
-``python -m ray_serve_npu_docs.translations docs zh_CN`` extracts the pages' messages
+``python -m ray_serve_npu_tooling.docs.translations docs zh_CN`` extracts the pages' messages
 with Sphinx's gettext builder and prints one ``file:line`` per message that the
 language's ``.po`` file lacks, leaves empty or marks fuzzy, and per translation that
 drops or changes an inline code span, role or substitution of its message.
@@ -19,7 +19,7 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 
-from ray_serve_npu_docs.site import build
+from ray_serve_npu_tooling.docs.site import build
 
 # Inline code (`x` or ``x``), roles ({doc}`x`, :func:`x`) and substitutions ({{ x }}):
 # what a translation must carry over unchanged.
@@ -84,7 +84,7 @@ def check_language(docs: Path, language: str) -> list[Problem]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ray_serve_npu_docs.translations", description=__doc__
+        prog="python -m ray_serve_npu_tooling.docs.translations", description=__doc__
     )
     parser.add_argument("docs", type=Path, help="the site's source directory")
     parser.add_argument("language", help="a language under docs/locale, such as zh_CN")

@@ -1,7 +1,7 @@
 """The pytest plugin: Sybil collects ``docs/**/*.md``; each block is one test, in page order.
 
 Without ``--run-recipes`` every block gets its static checks. With it, each page also runs
-as one scenario on the selected tier (:func:`ray_serve_npu.testing.ascend_tier.select_tier`).
+as one scenario on the selected tier (:func:`.ascend_tier.select_tier`).
 Either way, a block whose outcome (run, checked statically, skipped, shown only) differs from
 the one its page declares (:mod:`.status`) fails, naming both.
 """
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from sybil import Document, Example, Region, Sybil
 
-from ..tier import Tier
+from ray_serve_npu.fake_npu.tier import Tier
+
 from .blocks import Block, Language, PageItem, read_page
 from .client_checks import check_client_block
 from .markers import MarkerKind
@@ -154,7 +155,7 @@ def declared_mismatch(in_page: BlockInPage, page_run: PageRun) -> str | None:
         f"the page declares this block {declared} on the {tier} tier, "
         f"but it was {actual or 'not recorded'}",
         "fix the block's `% test:` marker, or the harness where it no longer does what "
-        "the marker declares (src/ray_serve_npu/testing/harness/status.py)",
+        "the marker declares (tooling/ray_serve_npu_tooling/harness/status.py)",
     )
     page_run.tally.mismatches.append(problem)
     return str(problem)
@@ -214,7 +215,7 @@ class DocsSybil(Sybil):
 
 def _tier_choice(config: pytest.Config) -> TierChoice:
     if TIER_CHOICE not in config.stash:
-        from ..ascend_tier import detect_npus, planned_tier_name, select_tier
+        from .ascend_tier import detect_npus, planned_tier_name, select_tier
 
         npus = detect_npus()
         config.stash[TIER_CHOICE] = TierChoice(

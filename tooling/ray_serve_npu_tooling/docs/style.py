@@ -1,6 +1,6 @@
 """Style checks for the site's pages, after Ray's documentation style guide.
 
-``python -m ray_serve_npu_docs.style docs`` prints one ``file:line: rule: message
+``python -m ray_serve_npu_tooling.docs.style docs`` prints one ``file:line: rule: message
 (fix: ...)`` line per finding and exits 1 if there is any; ``nox -s lint`` runs it.
 Ray's docs team checks these by hand in review (ray-project/ray,
 ``doc/source/ray-contribute/writing-style.md``); here CI checks them.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ray_serve_npu_docs.pages import NUMBER_WORDS, Page, read_page
+from ray_serve_npu_tooling.docs.pages import NUMBER_WORDS, Page, read_page
 
 #: Names that keep their capitals inside a sentence-case heading. Words with a
 #: capital after the first letter (NPU, vLLM, DeepSeek-V4, KubeRay) pass anyway.
@@ -240,7 +240,9 @@ def page_paths(targets: Sequence[Path]) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ray_serve_npu_docs.style", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m ray_serve_npu_tooling.docs.style", description=__doc__
+    )
     parser.add_argument("targets", nargs="+", type=Path, help="pages, or directories of pages")
     args = parser.parse_args(argv)
     paths = page_paths(args.targets)

@@ -1,4 +1,4 @@
-"""vLLM's CPU worker with NPU pacing (:mod:`ray_serve_npu.testing.npu_pacing`).
+"""vLLM's CPU worker with NPU pacing (:mod:`ray_serve_npu.fake_npu.npu_pacing`).
 
 The fake platform selects this worker only when ``RAY_SERVE_NPU_FAKE_STEP_PACING``
 is set; vLLM imports it by name in its worker processes.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vllm.v1.worker.cpu_worker import CPUWorker
 
-from ray_serve_npu.testing.npu_pacing import StepPacer, pace_model_runner, pacing_from_env
+from ray_serve_npu.fake_npu.npu_pacing import StepPacer, pace_model_runner, pacing_from_env
 
 
 class PacedCPUWorker(CPUWorker):

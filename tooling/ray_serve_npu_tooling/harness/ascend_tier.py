@@ -1,7 +1,7 @@
 """The Ascend tier: runs a page's server block as written, on a host with NPUs.
 
 Also where the tier is chosen: :func:`select_tier` starts this tier where NPUs are
-detected and the fake-NPU tier (:mod:`ray_serve_npu.testing.fake_tier`) elsewhere.
+detected and the fake-NPU tier (:mod:`ray_serve_npu.fake_npu.fake_tier`) elsewhere.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from .harness.server_config import commands
-from .processes import (
+from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     ensure_port_free,
     start_process_group,
     stop_process_group,
     wait_until_ready,
 )
-from .tier import (
+from ray_serve_npu.fake_npu.tier import (
     CLIENT_API_KEY_ENV_VAR,
     MODEL_PATH_ENV_VAR,
     RAY_AUTH_MODE_ENV_VAR,
@@ -30,6 +29,8 @@ from .tier import (
     Tier,
     fresh_api_key,
 )
+
+from .server_config import commands
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
 FAKE_TIER_NAME = "fake-npu"
@@ -70,7 +71,7 @@ def select_tier(workdir: Path, *, npus: int, env: Mapping[str, str] = os.environ
         yield AscendTier(model_path)
         return
     # Imported here: the fake tier brings Ray and vLLM, which the Ascend path must not need.
-    from .fake_tier import fake_npu_tier
+    from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
 
     with fake_npu_tier(workdir) as tier:
         yield tier

@@ -3,10 +3,10 @@
 What is real: Ray (a local cluster), Ray Serve LLM and the plugin, vLLM (its CPU
 build), HTTP, the OpenAI API. What is fake: the ``NPU`` resources (no device
 behind them), the platform vLLM reports to Ray (CPU compute that asks Ray for
-NPUs, :mod:`ray_serve_npu.testing.fake_platform`), and the model (tiny, random
-weights; :mod:`ray_serve_npu.testing.tiny_model`). Recipes run unchanged; the
+NPUs, :mod:`ray_serve_npu.fake_npu.fake_platform`), and the model (tiny, random
+weights; :mod:`ray_serve_npu.fake_npu.tiny_model`). Recipes run unchanged; the
 plugin swaps in the tiny model and logs each setting it drops
-(:mod:`ray_serve_npu.testing.adapter`).
+(:mod:`ray_serve_npu.fake_npu.adapter`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ray_serve_npu.app import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
-from ray_serve_npu.testing.adapter import adapt_env, adapt_vllm_serve, log_changes
-from ray_serve_npu.testing.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
-from ray_serve_npu.testing.processes import (
+from ray_serve_npu.fake_npu.adapter import adapt_env, adapt_vllm_serve, log_changes
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     ensure_port_free,
     start_process_group,
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.testing.tier import CLIENT_API_KEY_ENV_VAR, fresh_api_key
-from ray_serve_npu.testing.tiny_model import TINY_MOE_SPEC, make_tiny_model
-from ray_serve_npu.testing.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
+from ray_serve_npu.fake_npu.tier import CLIENT_API_KEY_ENV_VAR, fresh_api_key
+from ray_serve_npu.fake_npu.tiny_model import TINY_MOE_SPEC, make_tiny_model
+from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
 
 #: How long a server may take to answer /v1/models. Measured here: Ray Serve LLM
@@ -51,7 +51,7 @@ def _compose_file_of(argv: Sequence[str], cwd: Path) -> Path | None:
 
 
 class FakeNPUTier:
-    """Implements :class:`ray_serve_npu.testing.tier.Tier` on a :class:`FakeNPUCluster`."""
+    """Implements :class:`ray_serve_npu.fake_npu.tier.Tier` on a :class:`FakeNPUCluster`."""
 
     name = "fake-npu"
     fake = True
@@ -139,7 +139,7 @@ def fake_npu_tier(
 ) -> Iterator[FakeNPUTier]:
     """Start a fake NPU cluster and build the tiny model; yield the tier; stop everything.
 
-    Leaving the context raises :class:`~ray_serve_npu.testing.cluster.ClusterLeftovers`
+    Leaving the context raises :class:`~ray_serve_npu.fake_npu.cluster.ClusterLeftovers`
     if any Ray or vLLM process of the cluster outlived it.
     """
     workdir.mkdir(parents=True, exist_ok=True)

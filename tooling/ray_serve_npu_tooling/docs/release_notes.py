@@ -1,6 +1,6 @@
 """A release's notes: the changelog page's section for its version, as Markdown.
 
-``python -m ray_serve_npu_docs.release_notes docs 0.1.0 notes.md`` builds the site's
+``python -m ray_serve_npu_tooling.docs.release_notes docs 0.1.0 notes.md`` builds the site's
 pages as docutils XML with Sphinx (warnings are errors), so substitutions and
 cross-references arrive resolved, finds the section of ``docs/changelog.md``
 whose title starts with the version, and writes it as Markdown for a release
@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ray_serve_npu_docs.site import build
+from ray_serve_npu_tooling.docs.site import build
 
 CHANGELOG = "changelog"
 UNRELEASED = "(unreleased)"
@@ -138,7 +138,8 @@ def release_notes(docs: Path, version: str, *, tag: str | None = None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ray_serve_npu_docs.release_notes", description=__doc__.splitlines()[0]
+        prog="python -m ray_serve_npu_tooling.docs.release_notes",
+        description=__doc__.splitlines()[0],
     )
     parser.add_argument("docs", type=Path, help="the site's source directory")
     parser.add_argument("version", help="the package's version, as in pyproject.toml")

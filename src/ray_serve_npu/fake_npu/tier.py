@@ -5,7 +5,7 @@ asks a :class:`Tier` to start what the page's server block starts, runs the
 page's client blocks against it, and stops it. Two tiers implement this:
 
 - the Ascend tier runs every block as written, on a host with NPUs;
-- the fake-NPU tier (:mod:`ray_serve_npu.testing.fake_tier`) runs the same
+- the fake-NPU tier (:mod:`ray_serve_npu.fake_npu.fake_tier`) runs the same
   commands against a local Ray cluster that advertises fake ``NPU`` resources,
   with vLLM's CPU build and a tiny random model in place of the real weights.
 """
