@@ -34,9 +34,10 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.i18n import Locale
 from sphinx.util import logging
 
+from ray_serve_npu import myst
+
 logger = logging.getLogger(__name__)
 
-_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})(.*)$")
 _NAME = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 #: ``{{name}}`` in a link target, as Markdown percent-encodes it.
 _ENCODED_NAME = re.compile(r"%7B%7B([A-Za-z_][A-Za-z0-9_]*)%7D%7D", re.IGNORECASE)
@@ -45,27 +46,19 @@ _VERSIONS_ONLY = re.compile(r"\s*\d+(\.[0-9x]+)+\s*")
 
 
 def substitute_code(text: str, values: dict[str, str], docname: str = "") -> str:
-    """Return ``text`` with ``{{ name }}`` replaced inside ``` and ~~~ fences."""
-    out: list[str] = []
-    fence: str | None = None
-    code = False
-    for line in text.splitlines(keepends=True):
-        match = _FENCE.match(line)
-        if fence is None:
-            if match and not match.group(2).startswith(":"):
-                fence = match.group(2)
-                info = match.group(3).strip()
-                # Directive fences ({literalinclude}, {eval-rst}...) hold no code to fill
-                # in, but they are fences: the next closing line ends them.
-                code = not info.startswith("{") or info.startswith("{code-block}")
-            out.append(line)
-            continue
-        if match and match.group(2) == fence and not match.group(3).strip():
-            fence = None
-            out.append(line)
-            continue
-        out.append(_fill(line, values, docname) if code else line)
-    return "".join(out)
+    """Return ``text`` with ``{{ name }}`` replaced in the body of every block of code.
+
+    The blocks are the page's code fences and code directives, inside containers too
+    (:mod:`ray_serve_npu.myst`); other directives ({literalinclude}, {eval-rst}) hold
+    no code to fill in.
+    """
+    lines = text.splitlines(keepends=True)
+    for fence in myst.leaf_fences(text):
+        if fence.code:
+            last = fence.end - 1 if fence.closed else fence.end
+            for index in range(fence.content_line - 1, last):
+                lines[index] = _fill(lines[index], values, docname)
+    return "".join(lines)
 
 
 def _fill(text: str, values: dict[str, Any], location: Any) -> str:

@@ -48,7 +48,7 @@ def test_fences_inside_directive_containers_are_found() -> None:
         "::::{tab-set}\n:::{tab-item} a\n```bash\necho a\n```\n:::\n::::\n"
         "````{note}\n```yaml\nk: v\n```\n````\n"
     )
-    assert [(f.line, f.info, f.body) for f in find_fences(text, PAGE)] == [
+    assert [(f.line, f.fence.info, list(f.fence.body)) for f in find_fences(text, PAGE)] == [
         (3, "bash", ["echo a"]),
         (9, "yaml", ["k: v"]),
     ]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fences import DIRECTIVE, Fence, find_fences
-from .literalinclude import DirectiveOption, Included, read_literalinclude
+from .fences import Fence, find_fences
+from .literalinclude import Included, read_literalinclude
 from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
 from .problems import Location, PageProblem, display_path
 
@@ -39,7 +38,6 @@ _LANGUAGES = {
     "dockerfile": Language.DOCKERFILE,
     "docker": Language.DOCKERFILE,
 }
-_OPTION = re.compile(r"^:(?P<name>[\w-]+):\s*(?P<value>.*)$")
 #: ``console`` blocks mark commands with a prompt; the rest of them is output.
 _CONSOLE_PROMPT = "$ "
 
@@ -103,9 +101,7 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
         return [PageItem(0, len(text), None, problem)]
     items: list[PageItem] = []
     marker_lines = {fence.line - 1 for fence in fences}
-    fenced_lines = {
-        n for fence in fences for n in range(fence.line, fence.line + len(fence.body) + 2)
-    }
+    fenced_lines = {n for fence in fences for n in range(fence.line, fence.fence.end + 1)}
     offset = 0
     for number, line in enumerate(lines, start=1):
         if MARKER_LINE.match(line.strip()) and number not in marker_lines | fenced_lines:
@@ -140,33 +136,26 @@ def _marker_before(fence: Fence, lines: list[str], page: Path) -> Marker | None:
     return parse_marker(lines[fence.line - 2], Location(page, fence.line - 1))
 
 
-def _block(fence: Fence, marker: Marker | None, page: Path, docs_root: Path) -> Block:
+def _block(found: Fence, marker: Marker | None, page: Path, docs_root: Path) -> Block:
+    fence = found.fence
     where = Location(page, fence.line)
-    directive = DIRECTIVE.match(fence.info)
-    if directive is None:
-        language_name, text = fence.info.split(maxsplit=1)[0] if fence.info else "", fence.body
-        text_line = fence.line + 1
-    else:
-        options, content = _split_options(fence.body, fence.line)
-        if directive["name"] == "literalinclude":
-            if any(line.strip() for line in content):
-                raise PageProblem(
-                    where, "literalinclude takes no content", "move the lines into the file"
-                )
-            included = read_literalinclude(
-                page, fence.line, directive["argument"].strip(), options, docs_root
+    if fence.directive == "literalinclude":
+        if any(line.strip() for line in fence.content):
+            raise PageProblem(
+                where, "literalinclude takes no content", "move the lines into the file"
             )
-            if not included.language:
-                raise PageProblem(
-                    where,
-                    "literalinclude of a file of unknown type",
-                    "add :language: (python, bash, yaml...)",
-                )
-            return _with_language(
-                page, fence.line, included.language, included.text, None, included, marker
+        included = read_literalinclude(page, fence.line, fence.argument, fence.options, docs_root)
+        if not included.language:
+            raise PageProblem(
+                where,
+                "literalinclude of a file of unknown type",
+                "add :language: (python, bash, yaml...)",
             )
-        language_name, text = directive["argument"].strip(), content
-        text_line = fence.line + 1 + len(fence.body) - len(content)
+        return _with_language(
+            page, fence.line, included.language, included.text, None, included, marker
+        )
+    language_name, text = fence.language, list(fence.content)
+    text_line = fence.content_line
     if not language_name:
         raise PageProblem(where, "a fence without a language", "name it: bash, python, text...")
     if language_name == "console":
@@ -190,14 +179,3 @@ def _with_language(
     language_name = language_name.lower()
     language = _LANGUAGES.get(language_name, Language.OTHER)
     return Block(page, line, language_name, language, text, text_line, include, marker)
-
-
-def _split_options(body: list[str], line: int) -> tuple[list[DirectiveOption], list[str]]:
-    """A directive's leading ``:name: value`` lines, and the content after them."""
-    options = []
-    for index, body_line in enumerate(body):
-        match = _OPTION.match(body_line.strip())
-        if match is None:
-            return options, body[index:]
-        options.append(DirectiveOption(match["name"], match["value"].strip(), line + 1 + index))
-    return options, []

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ray_serve_npu.myst import Option
+
 from .problems import Location, PageProblem
-
-
-@dataclass(frozen=True)
-class DirectiveOption:
-    name: str
-    value: str
-    line: int
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ def _sphinx_warnings() -> Iterator[list[str]]:
 
 
 def read_literalinclude(
-    page: Path, line: int, argument: str, options: list[DirectiveOption], docs_root: Path
+    page: Path, line: int, argument: str, options: Sequence[Option], docs_root: Path
 ) -> Included:
     """Resolve the directive at ``page:line`` to exactly the lines the built page shows."""
     # Sphinx is imported here: pages without a literalinclude need no Sphinx.
@@ -126,9 +121,7 @@ def _first_file_line(file: Path, options: dict[str, object]) -> int | None:
     return reader.lineno_start
 
 
-def _option_location(
-    page: Path, line: int, options: list[DirectiveOption], message: str
-) -> Location:
+def _option_location(page: Path, line: int, options: Sequence[Option], message: str) -> Location:
     """The option a Sphinx error names (by its value), else the directive line."""
     for option in options:
         if option.value and option.value in message:

@@ -1,0 +1,226 @@
+"""The fenced blocks of a MyST page, read as myst-parser reads them.
+
+One reader for every part that looks at pages: the checker's Markdown input, the docs
+harness, the site's code substitutions. It parses with markdown-it-py, the parser
+myst-parser is built on, with the same block rules the site enables (front matter,
+MyST's ``%`` comments and ``(label)=`` targets, colon fences), so CommonMark decides
+what is a fence: its indentation, its closing run of at least as many marks, tildes,
+and fences inside list items.
+
+A directive whose content is more Markdown (a note, a tab set) is read again inside,
+as myst-parser parses it nested, after the directive's options; a directive whose
+content is code or an include (:data:`LEAF_DIRECTIVES`) is a leaf. Lines keep their
+page numbers throughout.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+
+#: Directives whose content is not Markdown: code, an include, reStructuredText.
+LEAF_DIRECTIVES = frozenset(
+    {"code-block", "code", "sourcecode", "code-cell", "literalinclude", "eval-rst", "raw", "math"}
+)
+#: Directives that show code and take its language as their argument.
+CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
+
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<argument>.*)$")
+_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
+_FENCE_TOKENS = {"fence", "colon_fence"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``:name: value`` option at the top of a directive's body."""
+
+    name: str
+    value: str
+    #: Page line of the option (1-based).
+    line: int
+
+
+@dataclass(frozen=True)
+class Fence:
+    """One fenced block as written: a code fence, a directive, or a colon fence."""
+
+    #: Page line of the opening fence (1-based).
+    line: int
+    #: Page line of the closing fence, or of the page's last line if it never closes.
+    end: int
+    #: The opening run of marks: ```` ``` ````, ``~~~~``, ``:::``.
+    marker: str
+    #: The text after the marks, stripped: ``bash``, ``{literalinclude} x.py``, ``{note}``.
+    info: str
+    #: The lines between the fences, without the indentation of the fence's container.
+    body: tuple[str, ...]
+    #: Whether a closing fence ends it (CommonMark runs an unclosed fence to the page's end).
+    closed: bool
+    #: Directive options at the top of the body (``:language: python``), in order.
+    options: tuple[Option, ...] = ()
+
+    def option(self, name: str) -> str:
+        """The value of the directive's option ``name``; empty when it is not given."""
+        return next((option.value for option in self.options if option.name == name), "")
+
+    @property
+    def directive(self) -> str | None:
+        """``literalinclude`` for ```` ```{literalinclude} x.py ````; None for a code fence."""
+        found = _DIRECTIVE.match(self.info)
+        return found["name"] if found else None
+
+    @property
+    def argument(self) -> str:
+        """A directive's argument (``x.py``); a code fence's whole info string."""
+        found = _DIRECTIVE.match(self.info)
+        return found["argument"].strip() if found else self.info
+
+    @property
+    def leaf(self) -> bool:
+        """Code, an include or a code fence; otherwise a container of more Markdown."""
+        if self.marker.startswith(":"):
+            return False
+        return self.directive is None or self.directive in LEAF_DIRECTIVES
+
+    @property
+    def code(self) -> bool:
+        """Whether the body is code a reader sees (a code fence or a code directive)."""
+        return self.directive is None or self.directive in CODE_DIRECTIVES
+
+    @property
+    def language(self) -> str:
+        """The language of the code: the fence's, a code directive's argument, or the
+        ``:language:`` option (``literalinclude``); empty when none is given."""
+        if self.directive is None:
+            words = self.info.split()
+            return words[0] if words else ""
+        if self.directive in CODE_DIRECTIVES and self.argument:
+            return self.argument.split()[0]
+        return self.option("language")
+
+    @property
+    def content(self) -> tuple[str, ...]:
+        """The body after the directive's options (all of it for a code fence)."""
+        return self.body[_options_length(self.body) :] if self.directive else self.body
+
+    @property
+    def content_line(self) -> int:
+        """Page line of the first line of :attr:`content`."""
+        return self.line + 1 + (len(self.body) - len(self.content))
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    # The block rules of the site's myst-parser (docs/conf.py) that change what is a
+    # fence; the inline rules don't.
+    return (
+        MarkdownIt("commonmark")
+        .use(front_matter_plugin)
+        .use(myst_block_plugin)
+        .use(colon_fence_plugin)
+    )
+
+
+def fences(text: str) -> list[Fence]:
+    """Every fence of ``text``, containers and leaves, in page order."""
+    return list(_fences(text, 0))
+
+
+def leaf_fences(text: str) -> list[Fence]:
+    """The fences that hold code or an include, inside containers too, in page order."""
+    return [fence for fence in fences(text) if fence.leaf]
+
+
+def comments(text: str) -> list[tuple[int, str]]:
+    """(page line, text after ``%``) of every MyST comment, inside containers too."""
+    return sorted(_comments(text, 0))
+
+
+def _fences(text: str, offset: int) -> list[Fence]:
+    lines = text.splitlines()
+    out: list[Fence] = []
+    for token in _parser().parse(text):
+        if token.type not in _FENCE_TOKENS or token.map is None:
+            continue
+        fence = _fence(token, lines, offset)
+        out.append(fence)
+        if not fence.leaf:
+            out.extend(_fences(_nested_text(fence), fence.line))
+    return out
+
+
+def _comments(text: str, offset: int) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for token in _parser().parse(text):
+        if token.map is None:
+            continue
+        if token.type == "myst_line_comment":
+            # One token holds a run of comment lines.
+            first, last = token.map
+            out.extend(
+                (offset + number + 1, line.strip()[1:])
+                for number, line in enumerate(text.splitlines()[first:last], start=first)
+                if line.strip().startswith("%")
+            )
+        elif token.type in _FENCE_TOKENS:
+            fence = _fence(token, text.splitlines(), offset)
+            if not fence.leaf:
+                out.extend(_comments(_nested_text(fence), fence.line))
+    return out
+
+
+def _fence(token: Token, lines: list[str], offset: int) -> Fence:
+    assert token.map is not None
+    first, after = token.map
+    body = tuple(token.content.splitlines())
+    closed = after - first >= 2 + len(body) and _closes(lines[after - 1], token.markup)
+    line = offset + first + 1
+    options = _options(body, line + 1) if _DIRECTIVE.match(token.info.strip()) else ()
+    return Fence(
+        line=line,
+        end=offset + after,
+        marker=token.markup,
+        info=token.info.strip(),
+        body=body,
+        closed=closed,
+        options=options,
+    )
+
+
+def _closes(line: str, marker: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(marker) and set(stripped) == {marker[0]}
+
+
+def _nested_text(fence: Fence) -> str:
+    """The container's body as myst-parser parses it nested: options blanked, lines kept."""
+    skip = _options_length(fence.body)
+    return "\n".join([""] * skip + list(fence.body[skip:])) + "\n"
+
+
+def _options_length(body: tuple[str, ...]) -> int:
+    """How many lines at the top of a directive's body are its options."""
+    if body and body[0].strip() == "---":
+        closing = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
+        return 0 if closing is None else closing + 1
+    count = 0
+    while count < len(body) and _OPTION.match(body[count]):
+        count += 1
+    return count
+
+
+def _options(body: tuple[str, ...], first_line: int) -> tuple[Option, ...]:
+    """The ``:name: value`` options at the top of ``body`` (none in a YAML block's form)."""
+    found = [_OPTION.match(line) for line in body[: _options_length(body)]]
+    return tuple(
+        Option(match["key"], match["value"] or "", first_line + index)
+        for index, match in enumerate(found)
+        if match
+    )

@@ -1,0 +1,117 @@
+"""One MyST reader (ray_serve_npu.myst) for every part that reads pages, held to myst-parser.
+
+The fixture page (data/tricky_fences.md) has the fences that trip a line-by-line reader:
+a tilde fence holding backticks, code in a backtick note and in a colon-fence warning
+with options, fences in a list item, a fence three spaces in, and a note inside an
+admonition holding a tilde fence. myst-parser, through docutils, says which blocks of
+code the page renders; the reader must find the same, and the docs harness, the
+checker's Markdown input and the site's code substitutions must read what it reads.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+from docutils.core import publish_doctree
+from myst_parser.parsers.docutils_ import Parser
+from ray_serve_npu_tooling.harness.fences import find_fences
+from ray_serve_npu_tooling.harness.problems import PageProblem
+
+from ray_serve_npu import myst
+from ray_serve_npu.check.markdown import code_blocks, has_warning
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = Path(__file__).parent / "data" / "tricky_fences.md"
+TEXT = PAGE.read_text()
+#: The site's MyST extensions that change what is a fence (docs/conf.py).
+EXTENSIONS = ["colon_fence"]
+
+
+def _code_fences() -> list[myst.Fence]:
+    return [fence for fence in myst.leaf_fences(TEXT) if fence.code]
+
+
+def _rendered_code() -> list[tuple[int | None, str, str]]:
+    """(line, language, text) of every block of code myst-parser renders from the page."""
+    doctree = publish_doctree(
+        TEXT,
+        parser=Parser(),
+        settings_overrides={"myst_enable_extensions": EXTENSIONS, "report_level": 4},
+    )
+    return [
+        (block.line, block["classes"][-1], block.astext().rstrip("\n"))
+        for block in doctree.findall(nodes.literal_block)
+    ]
+
+
+def test_the_reader_finds_the_code_myst_parser_renders() -> None:
+    rendered = _rendered_code()
+    found = _code_fences()
+    assert len(rendered) == 8
+    assert [(language, text) for _, language, text in rendered] == [
+        (fence.language, "\n".join(fence.content)) for fence in found
+    ]
+    # docutils numbers most blocks by their opening fence.
+    numbered = [
+        (line, fence.line) for (line, _, _), fence in zip(rendered, found, strict=True) if line
+    ]
+    assert len(numbered) >= 7
+    assert all(line == fence_line for line, fence_line in numbered)
+
+
+def test_the_docs_harness_reads_the_blocks_the_reader_finds() -> None:
+    assert [found.line for found in find_fences(TEXT, PAGE)] == [f.line for f in _code_fences()]
+
+
+def test_the_checker_reads_the_blocks_the_reader_finds() -> None:
+    assert [(language, line) for language, _, line in code_blocks(TEXT)] == [
+        (fence.language, fence.content_line) for fence in _code_fences()
+    ]
+    assert has_warning(TEXT)
+    assert not has_warning(TEXT.replace("{warning}", "{tip}"))
+
+
+def test_substitutions_fill_exactly_the_lines_of_code() -> None:
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        from code_substitutions import substitute_code
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    filled = substitute_code(TEXT, {"x": "VALUE"}).splitlines()
+    changed = {
+        n for n, (a, b) in enumerate(zip(TEXT.splitlines(), filled, strict=True), 1) if a != b
+    }
+    code_lines = {
+        line
+        for fence in _code_fences()
+        for line in range(fence.content_line, fence.content_line + len(fence.content))
+        if "{{ x }}" in TEXT.splitlines()[line - 1]
+    }
+    assert len(code_lines) == 8
+    assert changed == code_lines  # prose, inline code and the note's prose keep {{ x }}
+
+
+def test_an_unclosed_fence_is_read_to_the_end_and_the_harness_refuses_it() -> None:
+    text = "Prose.\n\n```bash\necho one\necho two\n"
+    (fence,) = myst.fences(text)
+    assert (fence.line, fence.closed, fence.body) == (3, False, ("echo one", "echo two"))
+    with pytest.raises(PageProblem, match="page.md:3: the fence ```bash is never closed"):
+        find_fences(text, Path("docs/page.md"))
+
+
+def test_directive_options_are_read_with_their_lines() -> None:
+    text = "```{literalinclude} serve.py\n:language: python\n:start-after: __a__\n```\n"
+    (fence,) = myst.fences(text)
+    assert (fence.directive, fence.argument, fence.language) == (
+        "literalinclude",
+        "serve.py",
+        "python",
+    )
+    assert [(o.name, o.value, o.line) for o in fence.options] == [
+        ("language", "python", 2),
+        ("start-after", "__a__", 3),
+    ]
+    assert fence.content == ()
