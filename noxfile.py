@@ -244,14 +244,15 @@ def release(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the code; the style checker over the pages (each finding as file:line)."""
-    session.install("ruff", "pyyaml")
+    # The style checker reads pages with ray_serve_npu.myst: markdown-it-py and its plugins.
+    session.install("ruff", "pyyaml", "markdown-it-py", "mdit-py-plugins")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    # The style checker imports neither Ray nor the product: the tooling's directory is enough.
+    # Without installing the project (and Ray): its MyST reader and the tooling, from source.
     session.run(
         "python",
         "-m",
         "ray_serve_npu_tooling.docs.style",
         "docs",
-        env={"PYTHONPATH": str(ROOT / "tooling")},
+        env={"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tooling")])},
     )

@@ -25,9 +25,20 @@ from mdit_py_plugins.colon_fence import colon_fence_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 
-#: Directives whose content is not Markdown: code, an include, reStructuredText.
+#: Directives whose content is not Markdown: code, an include, reStructuredText, the
+#: document names of a table of contents.
 LEAF_DIRECTIVES = frozenset(
-    {"code-block", "code", "sourcecode", "code-cell", "literalinclude", "eval-rst", "raw", "math"}
+    {
+        "code-block",
+        "code",
+        "sourcecode",
+        "code-cell",
+        "literalinclude",
+        "eval-rst",
+        "raw",
+        "math",
+        "toctree",
+    }
 )
 #: Directives that show code and take its language as their argument.
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
@@ -109,6 +120,11 @@ class Fence:
     def content(self) -> tuple[str, ...]:
         """The body after the directive's options (all of it for a code fence)."""
         return self.body[_options_length(self.body) :] if self.directive else self.body
+
+    @property
+    def numbered_body(self) -> tuple[tuple[int, str], ...]:
+        """(page line, text) of each body line."""
+        return tuple(enumerate(self.body, start=self.line + 1))
 
     @property
     def content_line(self) -> int:

@@ -17,6 +17,8 @@ import pytest
 from docutils import nodes
 from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
+from ray_serve_npu_tooling.docs.pages import read_page
+from ray_serve_npu_tooling.docs.style import shell_prompts
 from ray_serve_npu_tooling.harness.fences import find_fences
 from ray_serve_npu_tooling.harness.problems import PageProblem
 
@@ -72,6 +74,17 @@ def test_the_checker_reads_the_blocks_the_reader_finds() -> None:
     ]
     assert has_warning(TEXT)
     assert not has_warning(TEXT.replace("{warning}", "{tip}"))
+
+
+def test_the_style_checker_reads_the_blocks_and_prose_the_reader_finds() -> None:
+    page = read_page(PAGE)
+    assert [fence.line for fence in page.fences if fence.code] == [f.line for f in _code_fences()]
+    prose = {line for line, text in page.prose if text.strip()}
+    code = {line for fence in _code_fences() for line, _ in fence.numbered_body}
+    assert 25 in prose  # "A note with code:", inside the note's fence
+    assert not prose & code
+    # The '$' prompt of the console block inside the colon-fence warning.
+    assert [finding.line for finding in shell_prompts(page, frozenset())] == [36]
 
 
 def test_substitutions_fill_exactly_the_lines_of_code() -> None:

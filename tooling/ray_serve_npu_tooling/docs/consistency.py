@@ -196,7 +196,7 @@ def page_claims(path: Path, values: Mapping[str, str] | None = None) -> list[Cla
     for fence in page.fences:
         if fence.directive is not None or fence.language not in _SHELL_LANGUAGES:
             continue
-        for number, text in fence.body:
+        for number, text in fence.numbered_body:
             for found in _SHELL_SET.finditer(_fill(text, values)):
                 value = _value(found.group("value"))
                 if not value or "$" in value or "{{" in value:

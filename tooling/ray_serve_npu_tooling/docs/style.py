@@ -155,7 +155,7 @@ def own_pages_on_docs_ray_io(page: Page, own: frozenset[str]) -> Iterator[Findin
 
 def shell_prompts(page: Page, _: frozenset[str]) -> Iterator[Finding]:
     for fence in page.fences:
-        for line, text in fence.body:
+        for line, text in fence.numbered_body:
             if _SHELL_PROMPT.match(text):
                 yield Finding(
                     page.path,
