@@ -12,6 +12,11 @@ from pathlib import Path
 
 import nox
 
+# The site's editions (language -> directory below the built site) have one owner, the
+# tooling's site module, which imports nothing: read it from source.
+sys.path.insert(0, str(Path(__file__).parent / "tooling"))
+from ray_serve_npu_tooling.docs.site import EDITIONS  # noqa: E402
+
 nox.options.sessions = ["lint", "tests", "docs"]
 #: Locally, reuse session virtualenvs; CI builds them fresh, so nothing
 #: installed by hand can hide a missing install step.
@@ -127,11 +132,6 @@ def bench(session: nox.Session) -> None:
         *session.posargs,
         env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
     )
-
-
-#: The site's editions: language -> directory below the built site. The English
-#: source is the root; each translation comes from docs/locale/<language>/.
-EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh_CN"}
 
 
 @nox.session

@@ -6,11 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
+from ray_serve_npu_tooling.docs.site import EDITIONS
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-EDITIONS = {"en": "", "zh_CN": "zh_CN/"}
+#: Each edition's path below the site's root, as a URL prefix.
+ROOTS = {language: f"{directory}/" if directory else "" for language, directory in EDITIONS.items()}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SUBSTITUTION = re.compile(r"\{\{\s*\w+\s*\}\}")
 
@@ -48,7 +50,7 @@ def test_every_page_has_copy_buttons_and_no_console_errors(
 ) -> None:
     total_code_blocks = 0
     for page in pages:
-        _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+        _open(browser, f"{site_url}/{ROOTS[edition]}{page}")
         code_blocks = len(browser.find_elements(By.CSS_SELECTOR, "div.highlight pre"))
         _wait_for_copy_buttons(browser, code_blocks)
         # Every {{ name }} filled in, also in blocks a page includes from another page.
@@ -87,10 +89,10 @@ def _shown(browser: WebDriver, labels: list) -> list[bool]:
 def test_the_a2_and_a3_tabs_switch_together(
     browser: WebDriver, site_url: str, edition: str, page: str, screenshots: Path
 ) -> None:
-    _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+    _open(browser, f"{site_url}/{ROOTS[edition]}{page}")
     # sphinx-design remembers the last tab chosen; start from the page's default.
     browser.execute_script("localStorage.clear(); sessionStorage.clear()")
-    _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+    _open(browser, f"{site_url}/{ROOTS[edition]}{page}")
     panels = _node_kind_tabs(browser)
     # Every tab label of the page is in the node-kind group: no set syncs on its own.
     ungrouped = [
@@ -124,7 +126,7 @@ def test_the_a2_and_a3_tabs_switch_together(
 def test_the_node_kind_chosen_on_one_page_opens_the_next(
     browser: WebDriver, site_url: str, edition: str
 ) -> None:
-    base = f"{site_url}/{EDITIONS[edition]}"
+    base = f"{site_url}/{ROOTS[edition]}"
     _open(browser, f"{base}npu-ascend.html")
     browser.execute_script("localStorage.clear(); sessionStorage.clear()")
     _open(browser, f"{base}npu-ascend.html")
@@ -144,7 +146,7 @@ def test_the_node_kind_chosen_on_one_page_opens_the_next(
 def test_search_finds_npu(
     browser: WebDriver, site_url: str, edition: str, screenshots: Path
 ) -> None:
-    _open(browser, f"{site_url}/{EDITIONS[edition]}search.html?q=NPU")
+    _open(browser, f"{site_url}/{ROOTS[edition]}search.html?q=NPU")
     expected = {"npu-ascend.html", "troubleshooting.html"}
     # Sphinx lists the results one by one; wait for the ones this search must find.
     WebDriverWait(browser, 20).until(lambda b: expected <= _result_pages(b))
@@ -192,7 +194,7 @@ def test_no_table_is_wider_than_its_column_at_1400_px(
         too_wide: dict[str, list[str]] = {}
         tables = 0
         for page in pages:
-            _open(browser, f"{site_url}/{EDITIONS[edition]}{page}")
+            _open(browser, f"{site_url}/{ROOTS[edition]}{page}")
             tables += len(browser.find_elements(By.CSS_SELECTOR, "article.bd-article table"))
             found = browser.execute_script(_TABLES_WIDER_THAN_COLUMN)
             if found:
@@ -223,7 +225,7 @@ def _sidebar(browser: WebDriver) -> list[tuple[str, str]]:
 def test_the_sidebar_lists_every_page_and_leads_to_each(
     browser: WebDriver, site_url: str, pages: list[str], edition: str, screenshots: Path
 ) -> None:
-    base = f"{site_url}/{EDITIONS[edition]}"
+    base = f"{site_url}/{ROOTS[edition]}"
     _open(browser, f"{base}index.html")
     # The theme folds header links past five into a "More" menu; the header holds none.
     assert browser.find_elements(By.CSS_SELECTOR, "#pst-nav-more-links") == []
@@ -262,7 +264,7 @@ def _code_blocks(browser: WebDriver) -> list[str]:
 def test_the_quick_start_is_one_click_from_the_index(
     browser: WebDriver, site_url: str, edition: str, screenshots: Path
 ) -> None:
-    base = f"{site_url}/{EDITIONS[edition]}"
+    base = f"{site_url}/{ROOTS[edition]}"
     _open(browser, f"{base}index.html")
     link = _visible(browser, "article.bd-article a.reference.internal[href$='quickstart.html']")
     assert link, "the index page links to the quick start"

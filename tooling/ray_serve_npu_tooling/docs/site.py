@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: Language -> directory of its edition below the built site (noxfile.py's EDITIONS).
+#: The site's editions: language -> directory below the built site. The English source
+#: is the root; each translation comes from docs/locale/<language>/. nox, the tests and
+#: the browser test read it here.
 EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh_CN"}
 
 
