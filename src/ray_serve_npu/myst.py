@@ -18,12 +18,15 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.colon_fence import colon_fence_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
+from mdit_py_plugins.substitution import substitution_plugin
 
 #: Directives whose content is not Markdown: code, an include, reStructuredText, the
 #: document names of a table of contents.
@@ -46,6 +49,9 @@ CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<argument>.*)$")
 _OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
 _FENCE_TOKENS = {"fence", "colon_fence"}
+#: A reStructuredText role's name right before its backticks (``:func:`x```), as
+#: docstrings write them; MyST writes ``{func}`x```.
+_RST_ROLE = re.compile(r":(?P<name>[\w:-]+):$")
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,47 @@ class Fence:
     def content_line(self) -> int:
         """Page line of the first line of :attr:`content`."""
         return self.line + 1 + (len(self.body) - len(self.content))
+
+
+@dataclass(frozen=True)
+class InlinePart:
+    """A piece of a paragraph that is not prose: code, a role, a substitution."""
+
+    kind: Literal["code", "role", "substitution"]
+    #: The code, the role's content (``title <target>`` or ``target``), the substitution's name.
+    text: str
+    #: The role's name (``doc``, ``func``); empty for code and substitutions.
+    role: str = ""
+
+
+@functools.cache
+def _inline_parser() -> MarkdownIt:
+    # The inline rules of the site's myst-parser that make text verbatim.
+    return MarkdownIt("commonmark").use(myst_role_plugin).use(substitution_plugin)
+
+
+def inline_parts(text: str) -> list[InlinePart]:
+    """The code spans, roles and substitutions of paragraph ``text``, in order.
+
+    Code spans are read as CommonMark reads them (any run of backticks, across lines);
+    a code span right after ``:name:`` is a reStructuredText role.
+    """
+    parts: list[InlinePart] = []
+    previous = ""
+    for block in _inline_parser().parseInline(text):
+        for token in block.children or []:
+            if token.type == "code_inline":
+                rst = _RST_ROLE.search(previous)
+                if rst:
+                    parts.append(InlinePart("role", token.content, rst["name"]))
+                else:
+                    parts.append(InlinePart("code", token.content))
+            elif token.type == "myst_role":
+                parts.append(InlinePart("role", token.content, str(token.meta["name"])))
+            elif token.type == "substitution_inline":
+                parts.append(InlinePart("substitution", token.content.strip()))
+            previous = token.content if token.type == "text" else ""
+    return parts
 
 
 @functools.cache

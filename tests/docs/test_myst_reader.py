@@ -128,3 +128,18 @@ def test_directive_options_are_read_with_their_lines() -> None:
         ("start-after", "__a__", 3),
     ]
     assert fence.content == ()
+
+
+def test_inline_parts_are_read_as_commonmark_and_myst_read_them() -> None:
+    text = (
+        "Run ``a ` b`` and `two\nlines`, see {doc}`tuning`, :ref:`the table <index-hardware>` "
+        "and {{ ray_version }}; `` ` `` alone."
+    )
+    assert [(p.kind, p.text, p.role) for p in myst.inline_parts(text)] == [
+        ("code", "a ` b", ""),
+        ("code", "two lines", ""),
+        ("role", "tuning", "doc"),
+        ("role", "the table <index-hardware>", "ref"),
+        ("substitution", "ray_version", ""),
+        ("code", "`", ""),
+    ]

@@ -107,3 +107,7 @@ def test_every_page_of_the_chinese_edition_is_in_chinese(editions: dict[str, Pat
         paragraphs = ["".join(p.itertext()) for p in page.iter("paragraph")]
         in_chinese = [text for text in paragraphs if _CJK.search(text)]
         assert len(in_chinese) >= len(paragraphs) / 2, name
+
+
+def test_a_role_made_into_code_is_a_change() -> None:
+    assert verbatim_parts("see {doc}`tuning`") != verbatim_parts("参见 `tuning`")

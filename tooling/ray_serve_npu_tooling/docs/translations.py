@@ -19,14 +19,11 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 
+from ray_serve_npu import myst
 from ray_serve_npu_tooling.docs.site import build
 
-# Inline code (`x` or ``x``), roles ({doc}`x`, :func:`x`) and substitutions ({{ x }}):
-# what a translation must carry over unchanged.
-_VERBATIM = re.compile(r"(\{[a-z:-]+\}|:[a-z:]+:)?(`+)(?!`)[\s\S]+?(?<!`)\2(?!`)|\{\{\s*\w+\s*\}\}")
-_ROLE_PREFIX = re.compile(r"^(\{[a-z:-]+\}|:[a-z:]+:)")
 # A role's own title (``{ref}`title <target>```) is prose to translate; its target is not.
-_ROLE_TITLE = re.compile(r"^(`+)[\s\S]*?\s*(<[^<>]+>)\1$")
+_ROLE_TITLE = re.compile(r"^[\s\S]*?\s*(<[^<>]+>)$")
 
 
 @dataclass(frozen=True)
@@ -43,13 +40,13 @@ class Problem:
 
 
 def verbatim_parts(text: str) -> list[str]:
-    """Code spans, roles' targets and substitutions, normalized across RST and MyST roles."""
-    return sorted(
-        _ROLE_TITLE.sub(r"\1\2\1", _ROLE_PREFIX.sub("", found.group(0)))
-        if found.group(1)
-        else found.group(0)
-        for found in _VERBATIM.finditer(text)
-    )
+    """Code spans, roles' targets and substitutions (:func:`ray_serve_npu.myst.inline_parts`):
+    what a translation must carry over unchanged. RST and MyST roles compare equal."""
+    return sorted(f"{part.kind}:{_kept(part)}" for part in myst.inline_parts(text))
+
+
+def _kept(part: myst.InlinePart) -> str:
+    return _ROLE_TITLE.sub(r"\1", part.text) if part.kind == "role" else part.text
 
 
 def _read(path: Path) -> Catalog:
