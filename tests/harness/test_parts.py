@@ -133,3 +133,11 @@ def test_a_dockerfile_heredoc_may_open_on_a_continuation_line(tmp_path: Path) ->
     # The heredoc's Python is not read as instructions; what follows it is.
     with pytest.raises(PageProblem, match="unknown Dockerfile instruction BOGUS"):
         check_dockerfile(block)
+
+
+def test_a_marker_line_inside_a_block_of_code_is_code(tmp_path: Path) -> None:
+    text = "% test: skip-fake \"needs NPUs\"\n```bash\necho '% test: server'\n% test: server\n```\n"
+    (item,) = read_page(text, PAGE, tmp_path)
+    assert item.problem is None
+    assert item.block is not None and item.block.marker is not None
+    assert item.block.marker.kind.value == "skip-fake"

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
+from ray_serve_npu import myst
+
 from .fences import Fence, find_fences
 from .literalinclude import Included, read_literalinclude
 from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
@@ -93,35 +95,34 @@ class PageItem:
 
 
 def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
-    """Every block of the page, in order, with problems as items so the rest still runs."""
-    lines = text.splitlines()
+    """Every block of the page, in order, with problems as items so the rest still runs.
+
+    Markers are MyST comments (:func:`ray_serve_npu.myst.comments`): a ``% test:`` line
+    inside a block of code is code, not a marker.
+    """
     try:
         fences = find_fences(text, page)
     except PageProblem as problem:
         return [PageItem(0, len(text), None, problem)]
+    lines = text.splitlines()
+    comments = {line: f"%{comment}" for line, comment in myst.comments(text)}
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
     items: list[PageItem] = []
     marker_lines = {fence.line - 1 for fence in fences}
-    fenced_lines = {n for fence in fences for n in range(fence.line, fence.fence.end + 1)}
-    offset = 0
-    for number, line in enumerate(lines, start=1):
-        if MARKER_LINE.match(line.strip()) and number not in marker_lines | fenced_lines:
-            where = Location(page, number)
-            items.append(
-                PageItem(
-                    offset,
-                    offset + len(line),
-                    None,
-                    PageProblem(
-                        where,
-                        "test marker not followed by a block",
-                        "put the marker on the line right before the block's opening fence",
-                    ),
-                )
+    for number, comment in comments.items():
+        if MARKER_LINE.match(comment.strip()) and number not in marker_lines:
+            problem = PageProblem(
+                Location(page, number),
+                "test marker not followed by a block",
+                "put the marker on the line right before the block's opening fence",
             )
-        offset += len(line) + 1
+            start = offsets[number - 1]
+            items.append(PageItem(start, start + len(lines[number - 1]), None, problem))
     for fence in fences:
         try:
-            marker = _marker_before(fence, lines, page)
+            marker = _marker_before(fence, comments, page)
             items.append(
                 PageItem(fence.start, fence.end, _block(fence, marker, page, docs_root), None)
             )
@@ -130,10 +131,11 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
     return sorted(items, key=lambda item: item.start)
 
 
-def _marker_before(fence: Fence, lines: list[str], page: Path) -> Marker | None:
-    if fence.line < 2:
+def _marker_before(fence: Fence, comments: dict[int, str], page: Path) -> Marker | None:
+    comment = comments.get(fence.line - 1)
+    if comment is None:
         return None
-    return parse_marker(lines[fence.line - 2], Location(page, fence.line - 1))
+    return parse_marker(comment, Location(page, fence.line - 1))
 
 
 def _block(found: Fence, marker: Marker | None, page: Path, docs_root: Path) -> Block:
