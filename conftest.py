@@ -17,8 +17,8 @@ import pytest
 HARNESS = "ray_serve_npu_tooling.harness.plugin"
 if importlib.util.find_spec(HARNESS.split(".")[0]) is None:
     pytest.exit(
-        "the docs harness is not installed: run `pip install -e ./tooling` from the root of "
-        "the checkout (nox -s tests installs it)",
+        "the docs harness is not installed: from the root of the checkout, after "
+        "`pip install -e .`, run `pip install -e ./tooling` (nox -s tests installs both)",
         returncode=pytest.ExitCode.USAGE_ERROR,
     )
 pytest_plugins = [HARNESS]

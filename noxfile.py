@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import nox
+from nox.virtualenv import VirtualEnv
 
 # The site's editions (language -> directory below the built site) have one owner, the
 # tooling's site module, which imports nothing: read it from source.
@@ -20,7 +21,7 @@ from ray_serve_npu_tooling.docs.site import EDITIONS  # noqa: E402
 nox.options.sessions = ["lint", "tests", "docs"]
 #: Locally, reuse session virtualenvs; CI builds them fresh, so nothing
 #: installed by hand can hide a missing install step.
-FRESH_VIRTUALENVS = bool(os.environ.get("CI"))
+FRESH_VIRTUALENVS = os.environ.get("CI", "").lower() not in {"", "0", "false", "no"}
 nox.options.reuse_existing_virtualenvs = not FRESH_VIRTUALENVS
 
 ROOT = Path(__file__).parent
@@ -77,36 +78,41 @@ TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 @nox.parametrize("ray", list(RAY_STACKS))
 def tests(session: nox.Session, ray: str) -> None:
     """Run the test suite at one tested point of the supported Ray range."""
-    # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
-    # install; the tests import a fraction of it, compiled on first import. Beside it,
-    # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
-    session.install("--no-compile", *RAY_STACKS[ray], TOOLING)
-    # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
-    # break `import vllm` beside torch's CPU build; the engine needs neither.
-    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
     tmp = BUILD / f"tmp-ray-{ray}"
     tmp.mkdir(parents=True, exist_ok=True)
+    installed_only = False
     try:
-        session.run(
+        # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
+        # install; the tests import a fraction of it, compiled on first import. Beside it,
+        # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
+        session.install("--no-compile", *RAY_STACKS[ray], TOOLING)
+        # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
+        # break `import vllm` beside torch's CPU build; the engine needs neither.
+        session.run_install("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
+        ran = session.run(
             "pytest",
             *PYTEST_WORKERS[ray],
             *PYTEST_ARGS[ray],
             *session.posargs,
             env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
         )
+        # --install-only: nox skips pytest (run returns None); the environment is the point.
+        installed_only = ran is None
     finally:
-        _drop_unreused_virtualenv(session)
+        if not installed_only:
+            _drop_unreused_virtualenv(session)
 
 
 def _drop_unreused_virtualenv(session: nox.Session) -> None:
-    """Delete a session's virtualenv that no later run will reuse (CI builds fresh).
+    """Delete a session's virtualenv that no later run will reuse (with CI set, or -N).
 
     The 2.56.1 and 2.57.1 stacks carry PyPI's CUDA torch, about 9.5 GB each; kept
     side by side with the 2.60 one they filled CI's disk while 2.57.1 installed
-    ("No space left on device", CI at 0f1c1e1).
+    ("No space left on device", CI at 0f1c1e1). A failed install is deleted too.
     """
-    if FRESH_VIRTUALENVS:
-        shutil.rmtree(session.virtualenv.location, ignore_errors=True)
+    venv = session.virtualenv
+    if isinstance(venv, VirtualEnv) and not venv.reuse_existing:
+        shutil.rmtree(venv.location, ignore_errors=True)
 
 
 @nox.session
@@ -118,7 +124,7 @@ def bench(session: nox.Session) -> None:
     """
     # The end of the range whose vLLM (the CPU build) runs an engine here.
     session.install("ray[serve]==2.60.0", ".[cpu-engine,bench]")
-    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
+    session.run_install("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
     out = BUILD / "bench"
     tmp = BUILD / "tmp-bench"
     tmp.mkdir(parents=True, exist_ok=True)

@@ -52,7 +52,7 @@ def substitute_code(text: str, values: dict[str, str], docname: str = "") -> str
     (:mod:`ray_serve_npu.myst`); other directives ({literalinclude}, {eval-rst}) hold
     no code to fill in.
     """
-    lines = text.splitlines(keepends=True)
+    lines = myst.lines(text, keepends=True)
     for fence in myst.leaf_fences(text):
         if fence.code:
             last = fence.end - 1 if fence.closed else fence.end

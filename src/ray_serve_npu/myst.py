@@ -20,9 +20,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.field_list import fieldlist_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
@@ -49,6 +52,7 @@ CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<argument>.*)$")
 _OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
 _FENCE_TOKENS = {"fence", "colon_fence"}
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 #: A reStructuredText role's name right before its backticks (``:func:`x```), as
 #: docstrings write them; MyST writes ``{func}`x```.
 _RST_ROLE = re.compile(r":(?P<name>[\w:-]+):$")
@@ -138,6 +142,13 @@ class Fence:
         return self.line + 1 + (len(self.body) - len(self.content))
 
 
+def lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of ``text`` as Markdown counts them: split at ``\\n``, ``\\r\\n`` and ``\\r``
+    only (``str.splitlines`` also splits at form feeds and Unicode separators)."""
+    found = _LINE.findall(text)
+    return found if keepends else [line.rstrip("\r\n") for line in found]
+
+
 @dataclass(frozen=True)
 class InlinePart:
     """A piece of a paragraph that is not prose: code, a role, a substitution."""
@@ -181,13 +192,16 @@ def inline_parts(text: str) -> list[InlinePart]:
 
 @functools.cache
 def _parser() -> MarkdownIt:
-    # The block rules of the site's myst-parser (docs/conf.py) that change what is a
-    # fence; the inline rules don't.
+    # The block rules of the site's myst-parser (docs/conf.py's myst_enable_extensions and
+    # myst-parser's own) that change what is a fence or where one may sit; the inline
+    # rules don't.
     return (
         MarkdownIt("commonmark")
         .use(front_matter_plugin)
         .use(myst_block_plugin)
         .use(colon_fence_plugin)
+        .use(deflist_plugin)
+        .use(fieldlist_plugin)
     )
 
 
@@ -207,12 +221,11 @@ def comments(text: str) -> list[tuple[int, str]]:
 
 
 def _fences(text: str, offset: int) -> list[Fence]:
-    lines = text.splitlines()
     out: list[Fence] = []
     for token in _parser().parse(text):
         if token.type not in _FENCE_TOKENS or token.map is None:
             continue
-        fence = _fence(token, lines, offset)
+        fence = _fence(token, offset)
         out.append(fence)
         if not fence.leaf:
             out.extend(_fences(_nested_text(fence), fence.line))
@@ -229,21 +242,23 @@ def _comments(text: str, offset: int) -> list[tuple[int, str]]:
             first, last = token.map
             out.extend(
                 (offset + number + 1, line.strip()[1:])
-                for number, line in enumerate(text.splitlines()[first:last], start=first)
+                for number, line in enumerate(lines(text)[first:last], start=first)
                 if line.strip().startswith("%")
             )
         elif token.type in _FENCE_TOKENS:
-            fence = _fence(token, text.splitlines(), offset)
+            fence = _fence(token, offset)
             if not fence.leaf:
                 out.extend(_comments(_nested_text(fence), fence.line))
     return out
 
 
-def _fence(token: Token, lines: list[str], offset: int) -> Fence:
+def _fence(token: Token, offset: int) -> Fence:
     assert token.map is not None
     first, after = token.map
-    body = tuple(token.content.splitlines())
-    closed = after - first >= 2 + len(body) and _closes(lines[after - 1], token.markup)
+    # markdown-it has turned every line break into "\n" and taken off the container's
+    # prefix (indentation, "> "); an unclosed fence runs to the end, one line shorter.
+    body = tuple(token.content.split("\n")[:-1])
+    closed = after - first >= len(body) + 2
     line = offset + first + 1
     options = _options(body, line + 1) if _DIRECTIVE.match(token.info.strip()) else ()
     return Fence(
@@ -257,11 +272,6 @@ def _fence(token: Token, lines: list[str], offset: int) -> Fence:
     )
 
 
-def _closes(line: str, marker: str) -> bool:
-    stripped = line.strip()
-    return len(stripped) >= len(marker) and set(stripped) == {marker[0]}
-
-
 def _nested_text(fence: Fence) -> str:
     """The container's body as myst-parser parses it nested: options blanked, lines kept."""
     skip = _options_length(fence.body)
@@ -272,18 +282,41 @@ def _options_length(body: tuple[str, ...]) -> int:
     """How many lines at the top of a directive's body are its options."""
     if body and body[0].strip() == "---":
         closing = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
-        return 0 if closing is None else closing + 1
+        if closing is None or _yaml_options(body[1:closing]) is None:
+            return 0  # not an options block: it stays content, as a reader would see it
+        return closing + 1
     count = 0
     while count < len(body) and _OPTION.match(body[count]):
         count += 1
     return count
 
 
+def _yaml_options(block: tuple[str, ...]) -> dict[object, object] | None:
+    """The mapping a ``---`` options block loads as; None if it is no mapping."""
+    try:
+        loaded = yaml.safe_load("\n".join(block))
+    except yaml.YAMLError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def _options(body: tuple[str, ...], first_line: int) -> tuple[Option, ...]:
-    """The ``:name: value`` options at the top of ``body`` (none in a YAML block's form)."""
-    found = [_OPTION.match(line) for line in body[: _options_length(body)]]
+    """The options at the top of ``body``: ``:name: value`` lines, or a ``---`` YAML block."""
+    length = _options_length(body)
+    if length and body[0].strip() == "---":
+        loaded = _yaml_options(body[1 : length - 1]) or {}
+        return tuple(
+            Option(str(key), "" if value is None else str(value), first_line + _key_line(body, key))
+            for key, value in loaded.items()
+        )
+    found = [_OPTION.match(line) for line in body[:length]]
     return tuple(
         Option(match["key"], match["value"] or "", first_line + index)
         for index, match in enumerate(found)
         if match
     )
+
+
+def _key_line(body: tuple[str, ...], key: object) -> int:
+    """The body line of a YAML option's key (the block's first line if not found)."""
+    return next((i for i, line in enumerate(body) if line.lstrip().startswith(f"{key}:")), 0)

@@ -10,6 +10,7 @@ checker's Markdown input and the site's code substitutions must read what it rea
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -28,8 +29,21 @@ from ray_serve_npu.check.markdown import code_blocks, has_warning
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = Path(__file__).parent / "data" / "tricky_fences.md"
 TEXT = PAGE.read_text()
-#: The site's MyST extensions that change what is a fence (docs/conf.py).
-EXTENSIONS = ["colon_fence"]
+
+
+def _site_extensions() -> list[str]:
+    """docs/conf.py's myst_enable_extensions, read without running the configuration."""
+    tree = ast.parse((ROOT / "docs" / "conf.py").read_text())
+    (value,) = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == ["myst_enable_extensions"]
+    ]
+    return list(ast.literal_eval(value))
+
+
+EXTENSIONS = _site_extensions()
 
 
 def _code_fences() -> list[myst.Fence]:
@@ -52,7 +66,7 @@ def _rendered_code() -> list[tuple[int | None, str, str]]:
 def test_the_reader_finds_the_code_myst_parser_renders() -> None:
     rendered = _rendered_code()
     found = _code_fences()
-    assert len(rendered) == 8
+    assert len(rendered) == 12
     assert [(language, text) for _, language, text in rendered] == [
         (fence.language, "\n".join(fence.content)) for fence in found
     ]
@@ -60,7 +74,7 @@ def test_the_reader_finds_the_code_myst_parser_renders() -> None:
     numbered = [
         (line, fence.line) for (line, _, _), fence in zip(rendered, found, strict=True) if line
     ]
-    assert len(numbered) >= 7
+    assert len(numbered) >= 10
     assert all(line == fence_line for line, fence_line in numbered)
 
 
@@ -93,17 +107,17 @@ def test_substitutions_fill_exactly_the_lines_of_code() -> None:
         from code_substitutions import substitute_code
     finally:
         sys.path.remove(str(ROOT / "docs" / "_ext"))
-    filled = substitute_code(TEXT, {"x": "VALUE"}).splitlines()
+    filled = myst.lines(substitute_code(TEXT, {"x": "VALUE"}))
     changed = {
-        n for n, (a, b) in enumerate(zip(TEXT.splitlines(), filled, strict=True), 1) if a != b
+        n for n, (a, b) in enumerate(zip(myst.lines(TEXT), filled, strict=True), 1) if a != b
     }
     code_lines = {
         line
         for fence in _code_fences()
         for line in range(fence.content_line, fence.content_line + len(fence.content))
-        if "{{ x }}" in TEXT.splitlines()[line - 1]
+        if "{{ x }}" in myst.lines(TEXT)[line - 1]
     }
-    assert len(code_lines) == 8
+    assert len(code_lines) == 12
     assert changed == code_lines  # prose, inline code and the note's prose keep {{ x }}
 
 
@@ -143,3 +157,16 @@ def test_inline_parts_are_read_as_commonmark_and_myst_read_them() -> None:
         ("substitution", "ray_version", ""),
         ("code", "`", ""),
     ]
+
+
+def test_directive_options_in_yaml_form_are_read_with_their_lines() -> None:
+    text = "```{literalinclude} serve.py\n---\nlanguage: python\nstart-after: __a__\n---\n```\n"
+    (fence,) = myst.fences(text)
+    assert [(o.name, o.value, o.line) for o in fence.options] == [
+        ("language", "python", 3),
+        ("start-after", "__a__", 4),
+    ]
+    assert (fence.language, fence.content) == ("python", ())
+    # A block that is no mapping is content, which the harness refuses for literalinclude.
+    (bad,) = myst.fences("```{literalinclude} serve.py\n---\n- a list\n---\n```\n")
+    assert (bad.options, bad.content) == ((), ("---", "- a list", "---"))

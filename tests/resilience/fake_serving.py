@@ -89,7 +89,7 @@ class ServedApp:
 
     cluster: FakeNPUCluster
     base_url: str
-    #: Where the engine's Ray workers record their pid and NPUs (testing/vllm_plugins.py).
+    #: Where the engine's Ray workers record their pid and NPUs (fake_npu/vllm_plugins.py).
     device_record_dir: Path
     ready_s: float
     #: Each node's Prometheus endpoint (Ray exports Serve's and vLLM's metrics there).

@@ -87,7 +87,7 @@ def read_page(path: Path) -> Page:
     """
     page = Page(path=path)
     source = path.read_text(encoding="utf-8")
-    lines = source.splitlines()
+    lines = myst.lines(source)
     start = 0
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)

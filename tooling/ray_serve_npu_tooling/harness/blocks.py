@@ -104,10 +104,10 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
         fences = find_fences(text, page)
     except PageProblem as problem:
         return [PageItem(0, len(text), None, problem)]
-    lines = text.splitlines()
+    lines = myst.lines(text)
     comments = {line: f"%{comment}" for line, comment in myst.comments(text)}
     offsets = [0]
-    for line in text.splitlines(keepends=True):
+    for line in myst.lines(text, keepends=True):
         offsets.append(offsets[-1] + len(line))
     items: list[PageItem] = []
     marker_lines = {fence.line - 1 for fence in fences}

@@ -32,7 +32,7 @@ def find_fences(text: str, page: Path) -> list[Fence]:
     """Every block of code and ``literalinclude`` of ``text``, in page order; raises on a
     fence that is never closed. Other leaf directives ({eval-rst}) hold no block."""
     offsets = [0]
-    for line in text.splitlines(keepends=True):
+    for line in myst.lines(text, keepends=True):
         offsets.append(offsets[-1] + len(line))
     found: list[Fence] = []
     for fence in myst.leaf_fences(text):
