@@ -25,9 +25,9 @@ MODEL_PATH = "/models/DeepSeek-V4-Flash-w8a8-mtp"
 def _page_serve_cmd() -> list[str]:
     """SERVE_CMD as bash sets it in the page's block, split into argv."""
     (block,) = [
-        "\n".join(text for _, text in fence.body)
+        "\n".join(fence.body)
         for fence in read_page(PAGE).fences
-        if fence.language == "bash" and "SERVE_CMD=" in "".join(t for _, t in fence.body)
+        if fence.language == "bash" and "SERVE_CMD=" in "".join(fence.body)
     ]
     setup = block.split("python -m bench.sweep")[0]
     printed = subprocess.run(
