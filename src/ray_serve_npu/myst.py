@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -207,7 +208,9 @@ def _parser() -> MarkdownIt:
 
 def fences(text: str) -> list[Fence]:
     """Every fence of ``text``, containers and leaves, in page order."""
-    return list(_fences(text, 0))
+    return [
+        _fence(token, offset) for token, offset, _ in _walk(text, 0) if token.type in _FENCE_TOKENS
+    ]
 
 
 def leaf_fences(text: str) -> list[Fence]:
@@ -217,39 +220,32 @@ def leaf_fences(text: str) -> list[Fence]:
 
 def comments(text: str) -> list[tuple[int, str]]:
     """(page line, text after ``%``) of every MyST comment, inside containers too."""
-    return sorted(_comments(text, 0))
+    found: list[tuple[int, str]] = []
+    for token, offset, source in _walk(text, 0):
+        if token.type == "myst_line_comment" and token.map is not None:
+            # One token holds a run of comment lines.
+            first, last = token.map
+            found.extend(
+                (offset + number + 1, line.strip()[1:])
+                for number, line in enumerate(source[first:last], start=first)
+                if line.strip().startswith("%")
+            )
+    return found
 
 
-def _fences(text: str, offset: int) -> list[Fence]:
-    out: list[Fence] = []
-    for token in _parser().parse(text):
-        if token.type not in _FENCE_TOKENS or token.map is None:
-            continue
-        fence = _fence(token, offset)
-        out.append(fence)
-        if not fence.leaf:
-            out.extend(_fences(_nested_text(fence), fence.line))
-    return out
-
-
-def _comments(text: str, offset: int) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
+def _walk(text: str, offset: int) -> Iterator[tuple[Token, int, list[str]]]:
+    """Every block token of ``text`` with a line map, in page order, with the page-line
+    offset of the text it was parsed from and that text's lines; a container fence's
+    tokens follow it, parsed from its body as myst-parser parses it nested."""
+    source = lines(text)
     for token in _parser().parse(text):
         if token.map is None:
             continue
-        if token.type == "myst_line_comment":
-            # One token holds a run of comment lines.
-            first, last = token.map
-            out.extend(
-                (offset + number + 1, line.strip()[1:])
-                for number, line in enumerate(lines(text)[first:last], start=first)
-                if line.strip().startswith("%")
-            )
-        elif token.type in _FENCE_TOKENS:
+        yield token, offset, source
+        if token.type in _FENCE_TOKENS:
             fence = _fence(token, offset)
             if not fence.leaf:
-                out.extend(_comments(_nested_text(fence), fence.line))
-    return out
+                yield from _walk(_nested_text(fence), fence.line)
 
 
 def _fence(token: Token, offset: int) -> Fence:
