@@ -117,3 +117,21 @@ print("ray" in sys.modules)
     )
     assert "usage: ray-serve-npu" in done.stdout
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def test_the_placement_probes_task_imports_neither_serve_nor_vllm() -> None:
+    # Each probe task's worker imports the module that defines the task's function;
+    # sixteen workers on a fake A3 node each importing Ray Serve LLM and vLLM made the
+    # data-parallel placement test's set-up take minutes.
+    from ray_serve_npu_tooling import mock_engine
+
+    code = f"""
+import importlib, json, sys
+importlib.import_module({mock_engine.device_probe.__module__!r})
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "vllm"
+                        or m.startswith(("ray.llm", "ray.serve")))))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == []

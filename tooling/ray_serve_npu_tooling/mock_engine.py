@@ -29,7 +29,8 @@ from ray.llm._internal.serve.core.engine.protocol import LLMEngine
 from ray.util.placement_group import get_current_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from ray_serve_npu.hardware import NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import NPU_RESOURCE
+from ray_serve_npu_tooling.device_probe import device_probe
 
 #: Seconds the mock holds each chat request before it answers.
 HOLD_ENV_VAR = "RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S"
@@ -115,16 +116,6 @@ class MockEngine(LLMEngine):
         yield  # pragma: no cover
 
 
-def _device_probe() -> dict[str, Any]:
-    """What a worker on one NPU bundle sees: Ray's NPU ids, the visible devices, its node."""
-    context = ray.get_runtime_context()
-    return {
-        "npu_ids": context.get_accelerator_ids().get(NPU_RESOURCE, []),
-        VISIBLE_DEVICES_ENV_VAR: os.environ.get(VISIBLE_DEVICES_ENV_VAR),
-        "node_id": context.get_node_id(),
-    }
-
-
 class PlacementProbeEngine(MockEngine):
     """:class:`MockEngine` that starts on its rank's bundles what vLLM's Ray executor would.
 
@@ -150,7 +141,7 @@ class PlacementProbeEngine(MockEngine):
                 f"placement group {placement_group!r}."
             )
         indices = [int(index) for index in indices_text.split(",")]
-        probe = ray.remote(num_cpus=0, resources={NPU_RESOURCE: 1})(_device_probe)
+        probe = ray.remote(num_cpus=0, resources={NPU_RESOURCE: 1})(device_probe)
         refs = [
             probe.options(
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
