@@ -6,9 +6,11 @@ http://127.0.0.1:8000/v1 as the model ``deepseek-v4-flash``.
 
 Every engine setting follows the single-node A2 example of vLLM-Ascend's
 DeepSeek-V4-Flash tutorial (docs/source/tutorials/models/DeepSeek-V4-Flash.md at
-v0.22.1rc1), with two corrections for that release: FlashComm1 is switched on
+v0.22.1rc1), with three corrections for that release: FlashComm1 is switched on
 through ``additional_config`` rather than its deprecated environment variable,
-and the served name is ours, not the tutorial's ``dsv4``.
+the tutorial's ``--safetensors-load-strategy prefetch`` is left out (vLLM's
+multi-thread loader ignores it, and vLLM 0.25 refuses the pair at start-up), and
+the served name is ours, not the tutorial's ``dsv4``.
 
 Every key of ``engine_kwargs`` is a field of vLLM's ``AsyncEngineArgs`` or of the
 OpenAI server's ``FrontendArgs`` in both vLLM 0.22 (the image's) and vLLM 0.29
@@ -55,9 +57,8 @@ llm_config = LLMConfig(
         "reasoning_parser": "deepseek_v4",
         "tool_call_parser": "deepseek_v4",
         "enable_auto_tool_choice": True,
-        # Weight loading: read the checkpoint into the page cache first, with
-        # many loader threads.
-        "safetensors_load_strategy": "prefetch",
+        # Weight loading with many loader threads. No safetensors_load_strategy:
+        # the multi-thread loader ignores it, and vLLM 0.25 refuses the pair.
         "model_loader_extra_config": {"enable_multithread_load": True, "num_threads": 128},
         # Multi-token prediction: one speculative token from the MTP layer.
         "speculative_config": {"method": "mtp", "num_speculative_tokens": 1, "enforce_eager": True},

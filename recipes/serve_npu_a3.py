@@ -11,8 +11,9 @@ v0.22.1rc1): four data-parallel ranks of four NPUs each, experts spread across a
 sixteen. The same run is vLLM-Ascend's nightly A3 case
 (tests/e2e/nightly/single_node/models/configs/DeepSeek-V4-Flash-W8A8-A3.yaml at the
 tag). As in serve_npu.py, FlashComm1 is switched on through ``additional_config``
-rather than its deprecated environment variable, and the served name is ours, not
-the tutorial's ``dsv4``. The tutorial's ``--api-server-count 1`` has no counterpart:
+rather than its deprecated environment variable, the tutorial's
+``--safetensors-load-strategy prefetch`` is left out, and the served name is ours,
+not the tutorial's ``dsv4``. The tutorial's ``--api-server-count 1`` has no counterpart:
 Ray Serve LLM's OpenAI ingress is the API server.
 
 Ray Serve LLM's data-parallel pattern runs each rank as one replica of a gang:
@@ -65,9 +66,8 @@ llm_config = LLMConfig(
         "reasoning_parser": "deepseek_v4",
         "tool_call_parser": "deepseek_v4",
         "enable_auto_tool_choice": True,
-        # Weight loading: read the checkpoint into the page cache first, with
-        # many loader threads.
-        "safetensors_load_strategy": "prefetch",
+        # Weight loading with many loader threads. No safetensors_load_strategy:
+        # the multi-thread loader ignores it, and vLLM 0.25 refuses the pair.
         "model_loader_extra_config": {"enable_multithread_load": True, "num_threads": 128},
         # Multi-token prediction: one speculative token from the MTP layer.
         "speculative_config": {"method": "mtp", "num_speculative_tokens": 1, "enforce_eager": True},

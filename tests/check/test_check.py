@@ -21,6 +21,8 @@ GUIDE_FINDINGS = {
     ("env-balance-scheduling-ignored", 55),
     ("max-model-len-unproven", 82),
     ("graph-capture-size-unreachable", 144),
+    # --safetensors-load-strategy prefetch beside enable_multithread_load: no effect here.
+    ("load-strategy-with-multithread-load", 115),
     # No --host (every interface), host networking, no key: the `vllm serve` line.
     ("endpoint-without-api-key", 78),
     # Writable mounts of what the engine only reads: the weights (/models holds the model

@@ -146,3 +146,39 @@ def test_a_rule_marked_not_applicable_never_fires() -> None:
     assert _by_rule(run_rules(parsed, rules), BALANCE)
     rules.rule(BALANCE).not_applicable = "the release honours the variable"
     assert not _by_rule(run_rules(parsed, rules), BALANCE)
+
+
+LOAD_STRATEGY = "load-strategy-with-multithread-load"
+
+
+@pytest.mark.parametrize(
+    ("release", "severity"),
+    [
+        ("v0.22.1rc1", Severity.WARNING),
+        ("v0.23.0", Severity.WARNING),
+        ("v0.25.1rc1", Severity.ERROR),
+    ],
+)
+def test_a_load_strategy_beside_multithread_load_is_an_error_only_where_vllm_refuses_it(
+    tmp_path: Path, release: str, severity: Severity
+) -> None:
+    # The guide sets --safetensors-load-strategy prefetch and enable_multithread_load:
+    # vLLM 0.22.1 and 0.23.0 ignore the strategy, vLLM 0.25.1 stops at start-up.
+    guide = _guide_of(release, tmp_path)
+    line = line_of(guide.read_text(), "--model-loader-extra-config")
+    found = _by_rule(check_file(guide), LOAD_STRATEGY)
+    assert [(f.line, f.severity) for f in found] == [(line, severity)]
+
+
+@pytest.mark.parametrize("strategy", [None, "lazy"])
+def test_multithread_load_with_the_lazy_strategy_passes(
+    tmp_path: Path, strategy: str | None
+) -> None:
+    text = _guide_of("v0.25.1rc1", tmp_path).read_text()
+    flag = "      - --safetensors-load-strategy\n      - prefetch\n"
+    assert flag in text, "test setup: the guide's load strategy changed"
+    path = tmp_path / "lazy.yaml"
+    path.write_text(
+        text.replace(flag, "" if strategy is None else flag.replace("prefetch", strategy))
+    )
+    assert _by_rule(check_file(path), LOAD_STRATEGY) == []

@@ -117,7 +117,9 @@ def check_no_effect_for_model(rule: Rule, parsed: ParsedFile, rules: RuleSet) ->
 def check_interlock(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     def holds(dep: Deployment, condition: dict[str, Any]) -> bool:
         value = dep.value_at(condition["path"])
-        return truthy(condition["default"] if value is MISSING else value)
+        value = condition["default"] if value is MISSING else value
+        # A condition with `in` holds for those values; without, for a truthy one.
+        return value in condition["in"] if "in" in condition else truthy(value)
 
     when = rule.params["when"]
     return [
