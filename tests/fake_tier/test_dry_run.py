@@ -18,8 +18,11 @@ from ray_serve_npu.fake_npu.dry_run import (
     command_for,
     engine_devices,
     fake_tier_changes,
+    unadapted_app,
 )
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
+
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.mark.parametrize(
@@ -45,6 +48,59 @@ def test_dry_run_refuses_what_it_cannot_run(
     notes.write_text("hello")
     assert main(["dry-run", str(notes)]) == 2
     assert "not a recipe dry-run knows" in capsys.readouterr().err
+
+
+RAY_DOCS_RECIPES = {
+    # As Ray's own docs write a recipe: the builder from ray.serve.llm.
+    "ray_builder.py": (
+        "from ray import serve\nfrom ray.serve.llm import LLMConfig, build_openai_app\n\n"
+        "app = build_openai_app({'llm_configs': [LLMConfig(model_loading_config={'model_id': "
+        "'m'})]})\nserve.run(app)\n",
+        "ray_builder.py:2",
+        "from ray_serve_npu import build_openai_app",
+    ),
+    "module_alias.py": (
+        "import ray.serve.llm as llm\n\napp = llm.build_dp_openai_app({})\n",
+        "module_alias.py:3",
+        "from ray_serve_npu import build_dp_openai_app",
+    ),
+    "own_server.py": (
+        "from ray import serve\nfrom ray.serve.llm import LLMServer\n\n"
+        "app = serve.deployment(LLMServer).bind(None)\n",
+        "own_server.py:2",
+        "ray_serve_npu.build_openai_app",
+    ),
+    "serve_config.yaml": (
+        "applications:\n  - name: llm\n    import_path: ray.serve.llm:build_openai_app\n",
+        "serve_config.yaml:3",
+        "from ray_serve_npu import build_openai_app",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAY_DOCS_RECIPES))
+def test_dry_run_refuses_a_recipe_built_with_rays_own_builder_before_starting_anything(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ray_serve_npu.fake_npu import fake_tier
+
+    def no_cluster(*args: object, **kwargs: object) -> None:
+        raise AssertionError("dry-run started the fake tier for a recipe it cannot serve")
+
+    monkeypatch.setattr(fake_tier, "fake_npu_tier", no_cluster)
+    text, where, fix = RAY_DOCS_RECIPES[name]
+    recipe = tmp_path / name
+    recipe.write_text(text)
+    assert main(["dry-run", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ray-serve-npu dry-run: {where} builds its app with Ray Serve LLM")
+    assert fix in err and "Traceback" not in err
+
+
+def test_dry_run_passes_the_recipes_that_build_with_the_plugin() -> None:
+    for recipe in (ROOT / "recipes").glob("*.py"):
+        assert unadapted_app(recipe) is None, recipe
+    assert unadapted_app(ROOT / "recipes" / "kuberay" / "rayservice.yaml") is None
 
 
 def test_dry_run_reads_the_adapter_lines_from_plain_and_json_logs() -> None:

@@ -10,6 +10,7 @@ Fake: the NPUs and the model.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import re
@@ -81,6 +82,80 @@ def command_for(recipe: Path) -> str:
         f"{recipe}: not a recipe dry-run knows: give a .py recipe, a Serve config (.yaml) "
         "or a Compose file (compose.yaml, docker-compose.yaml or docker-compose-<name>.yaml)"
     )
+
+
+#: Ray Serve LLM's own ways to build an app or a deployment from an ``LLMConfig``
+#: (``ray.serve.llm`` at 2.60.0). The fake tier swaps in its tiny model only in
+#: ``ray_serve_npu.build_openai_app`` and ``build_dp_openai_app``, which take the
+#: same arguments; served through one of these, a recipe would load its real model.
+RAY_APP_BUILDERS = {
+    "build_openai_app": "build_openai_app",
+    "build_dp_openai_app": "build_dp_openai_app",
+    "build_pd_openai_app": None,
+    "build_llm_deployment": None,
+    "build_dp_deployment": None,
+    "LLMServer": None,
+}
+
+
+def _unadapted_builder(name: str, where: str) -> str:
+    """The paragraph that refuses a recipe which builds its app with Ray's ``name``."""
+    ours = RAY_APP_BUILDERS[name]
+    fix = (
+        f"build it with `ray_serve_npu.{ours}`, which takes the same arguments "
+        f"(`from ray_serve_npu import {ours}`)"
+        if ours
+        else "serve the config with `ray_serve_npu.build_openai_app` or "
+        "`ray_serve_npu.build_dp_openai_app` for the dry run"
+    )
+    return (
+        f"{where} builds its app with Ray Serve LLM's `{name}`, which the fake tier does not "
+        "adapt: it would load the recipe's real model with its real parallelism on CPUs. "
+        f"Fix: {fix}."
+    )
+
+
+def unadapted_app(recipe: Path) -> str | None:
+    """Why the fake tier can't serve ``recipe`` as written, or None where it can.
+
+    A Python recipe is read, not run: an import from a ``ray`` module of a name in
+    :data:`RAY_APP_BUILDERS`, or a ``ray.serve.llm.<name>`` attribute, is refused.
+    A Serve config's ``import_path`` is refused the same way.
+    """
+    text = recipe.read_text(errors="replace")
+    if recipe.suffix == ".py":
+        try:
+            tree = ast.parse(text, filename=str(recipe))
+        except SyntaxError as error:
+            return f"{recipe.name}:{error.lineno}: not valid Python: {error.msg}"
+        # Names bound to Ray modules (`import ray.serve.llm as llm`, `from ray.serve import llm`).
+        ray_modules = {"ray"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+                for alias in node.names:
+                    dotted = f"{module}.{alias.name}" if module else alias.name
+                    if dotted.split(".")[0] == "ray" and alias.name not in RAY_APP_BUILDERS:
+                        ray_modules.add(alias.asname or alias.name.split(".")[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ray":
+                names = [alias.name for alias in node.names if alias.name in RAY_APP_BUILDERS]
+            elif isinstance(node, ast.Attribute) and node.attr in RAY_APP_BUILDERS:
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                names = [node.attr] if isinstance(base, ast.Name) and base.id in ray_modules else []
+            else:
+                continue
+            if names:
+                return _unadapted_builder(names[0], f"{recipe.name}:{node.lineno}")
+        return None
+    if command_for(recipe).startswith("serve run"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            found = re.search(r"import_path:\s*['\"]?(ray\.[\w.]+)[:.](\w+)", line)
+            if found and found.group(2) in RAY_APP_BUILDERS:
+                return _unadapted_builder(found.group(2), f"{recipe.name}:{number}")
+    return None
 
 
 def fake_tier_changes(log: str) -> list[str]:
@@ -158,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         command = command_for(recipe)
     except ValueError as error:
         print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
+        return 2
+    if (why := unadapted_app(recipe)) is not None:
+        print(f"ray-serve-npu dry-run: {why}", file=sys.stderr)
         return 2
     if args.nodes < 1:
         print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)
