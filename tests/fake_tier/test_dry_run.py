@@ -18,8 +18,10 @@ from ray_serve_npu.fake_npu.dry_run import (
     command_for,
     engine_devices,
     fake_tier_changes,
+    not_ready_paragraph,
     unadapted_app,
 )
+from ray_serve_npu.fake_npu.processes import ServerNotReady, last_error
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
 
 ROOT = Path(__file__).parents[2]
@@ -70,6 +72,16 @@ RAY_DOCS_RECIPES = {
         "own_server.py:2",
         "ray_serve_npu.build_openai_app",
     ),
+    "star_import.py": (
+        "from ray.serve.llm import *\n\napp = build_openai_app({})\n",
+        "star_import.py:1",
+        "from ray_serve_npu import build_openai_app",
+    ),
+    "serve_config.json.yaml": (
+        '{"applications": [{"name": "llm", "import_path": "ray.serve.llm:build_openai_app"}]}\n',
+        "serve_config.json.yaml:1",
+        "from ray_serve_npu import build_openai_app",
+    ),
     "serve_config.yaml": (
         "applications:\n  - name: llm\n    import_path: ray.serve.llm:build_openai_app\n",
         "serve_config.yaml:3",
@@ -93,7 +105,8 @@ def test_dry_run_refuses_a_recipe_built_with_rays_own_builder_before_starting_an
     recipe.write_text(text)
     assert main(["dry-run", str(recipe)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ray-serve-npu dry-run: {where} builds its app with Ray Serve LLM")
+    assert err.startswith(f"ray-serve-npu dry-run: {where} ")
+    assert "which the fake tier does not adapt" in err
     assert fix in err and "Traceback" not in err
 
 
@@ -101,6 +114,50 @@ def test_dry_run_passes_the_recipes_that_build_with_the_plugin() -> None:
     for recipe in (ROOT / "recipes").glob("*.py"):
         assert unadapted_app(recipe) is None, recipe
     assert unadapted_app(ROOT / "recipes" / "kuberay" / "rayservice.yaml") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # Ray's server class in an annotation or a type-checking import runs nothing.
+        (
+            "annotated.py",
+            "import ray\nfrom ray_serve_npu import build_openai_app\n\n"
+            "def hook(server: ray.serve.llm.LLMServer) -> None: ...\n"
+            "app = build_openai_app({})\n",
+        ),
+        (
+            "type_checking.py",
+            "from typing import TYPE_CHECKING\nfrom ray_serve_npu import build_openai_app\n"
+            "if TYPE_CHECKING:\n    from ray.serve.llm import LLMServer\n"
+            "app = build_openai_app({})\n",
+        ),
+        (
+            "commented.yaml",
+            "applications:\n  - name: llm\n"
+            "    # was: import_path: ray.serve.llm:build_openai_app\n"
+            "    import_path: ray_serve_npu:build_openai_app\n",
+        ),
+    ],
+)
+def test_dry_run_passes_what_only_mentions_rays_builders(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    recipe = tmp_path / name
+    recipe.write_text(text)
+    assert unadapted_app(recipe) is None
+
+
+def test_dry_run_follows_a_serve_configs_import_path_into_the_module_beside_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "my_app.py").write_text(
+        "from ray.serve.llm import build_openai_app as build\n\napp = build({})\n"
+    )
+    config = tmp_path / "serve_config.yaml"
+    config.write_text("applications:\n  - name: llm\n    import_path: my_app:app\n")
+    assert (why := unadapted_app(config)) is not None
+    assert why.startswith("my_app.py:1 builds its app with Ray Serve LLM's `build_openai_app`")
 
 
 def test_dry_run_reads_the_adapter_lines_from_plain_and_json_logs() -> None:
@@ -141,3 +198,38 @@ def test_dry_run_chat_reply_is_read_from_its_output(tmp_path: Path) -> None:
         f"fake-npu tier: engine worker 12 holds NPU 3; {VISIBLE_DEVICES_ENV_VAR}=3\n"
     )
     assert DryRunProcess(process=None, log_file=log).chat_reply() == reply  # type: ignore[arg-type]
+
+
+def test_the_last_error_of_a_server_log_is_its_last_exception_line() -> None:
+    log = "\n".join(
+        [
+            "INFO starting",
+            "(ServeReplica:default:LLMServer pid=41) ValueError: first problem",
+            "Traceback (most recent call last):",
+            '  File "serve_npu.py", line 3, in <module>',
+            "ray.serve.exceptions.RayServeException: Deploying application default failed",
+            "INFO shutting down",
+        ]
+    )
+    assert last_error(log) == (
+        "ray.serve.exceptions.RayServeException: Deploying application default failed"
+    )
+    assert last_error("INFO all is well\nWARNING but slow") is None
+
+
+def test_a_recipe_that_does_not_come_up_gets_one_paragraph_and_its_log_kept(
+    tmp_path: Path,
+) -> None:
+    log = "INFO x\n(ServeReplica:default:LLMServer pid=7) ValueError: Unknown engine argument\n"
+    failure = ServerNotReady("the server command exited with 1", log)
+    paragraph = not_ready_paragraph(failure, tmp_path / "serve_npu.py")
+    assert "\n" not in paragraph
+    assert paragraph.startswith(
+        "serve_npu.py did not come up on the fake-NPU tier: the server command exited with 1."
+    )
+    assert "The last error in its log: ValueError: Unknown engine argument." in paragraph
+    kept = Path(paragraph.rsplit(" is in ", 1)[1].removesuffix("."))
+    try:
+        assert kept.read_text() == log
+    finally:
+        kept.unlink()

@@ -27,8 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ray_serve_npu.fake_npu.cluster import FakeNode
-from ray_serve_npu.fake_npu.processes import start_process_group, stop_process_group
+from ray_serve_npu.fake_npu.processes import (
+    ServerNotReady,
+    start_process_group,
+    stop_process_group,
+)
 from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
 
 #: What dry-run prints once the recipe answered its check request, with --keep-serving.
@@ -100,61 +106,129 @@ RAY_APP_BUILDERS = {
 
 def _unadapted_builder(name: str, where: str) -> str:
     """The paragraph that refuses a recipe which builds its app with Ray's ``name``."""
-    ours = RAY_APP_BUILDERS[name]
+    ours = RAY_APP_BUILDERS.get(name) or "build_openai_app"
     fix = (
         f"build it with `ray_serve_npu.{ours}`, which takes the same arguments "
         f"(`from ray_serve_npu import {ours}`)"
-        if ours
-        else "serve the config with `ray_serve_npu.build_openai_app` or "
-        "`ray_serve_npu.build_dp_openai_app` for the dry run"
+    )
+    if not RAY_APP_BUILDERS.get(name):
+        fix += " or `build_dp_openai_app`, for the dry run"
+    what = (
+        "imports `*` from a Ray module, which brings Ray Serve LLM's own app builders"
+        if name == "*"
+        else f"builds its app with Ray Serve LLM's `{name}`"
     )
     return (
-        f"{where} builds its app with Ray Serve LLM's `{name}`, which the fake tier does not "
-        "adapt: it would load the recipe's real model with its real parallelism on CPUs. "
-        f"Fix: {fix}."
+        f"{where} {what}, which the fake tier does not adapt: it would load the recipe's "
+        f"real model with its real parallelism on CPUs. Fix: {fix}."
     )
+
+
+def _skipped_subtrees(tree: ast.Module) -> set[int]:
+    """Nodes that never run as code: annotations and ``if TYPE_CHECKING:`` blocks."""
+    skipped: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            skipped.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            skipped.append(node.returns)
+        elif isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            skipped.extend(node.body)
+    return {id(inner) for root in skipped for inner in ast.walk(root)}
+
+
+def _python_builder_use(path: Path) -> tuple[str, int] | None:
+    """The first use of one of Ray's app builders in a Python file: (name, line)."""
+    try:
+        tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
+    except SyntaxError:
+        # Not ours to judge: running the recipe says what is wrong with it.
+        return None
+    skipped = _skipped_subtrees(tree)
+    # Local names of Ray's modules (`import ray.serve.llm as llm`, `from ray.serve import
+    # llm`) and of Ray's builders (`from ray.serve.llm import build_openai_app as build`).
+    ray_modules: set[str] = {"ray"}
+    # Local name -> (Ray's name, the line that imports it: the line to change).
+    builders: dict[str, tuple[str, int]] = {}
+    uses: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in skipped or not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+        for alias in node.names:
+            dotted = f"{module}.{alias.name}" if module else alias.name
+            if dotted.split(".")[0] != "ray":
+                continue
+            if alias.name == "*":
+                uses.append((node.lineno, "*"))
+            elif alias.name in RAY_APP_BUILDERS:
+                builders[alias.asname or alias.name] = (alias.name, node.lineno)
+            else:
+                ray_modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Name) and node.id in builders:
+            name, imported_at = builders[node.id]
+            uses.append((imported_at, name))
+        elif isinstance(node, ast.Attribute) and node.attr in RAY_APP_BUILDERS:
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in ray_modules:
+                uses.append((node.lineno, node.attr))
+    if not uses:
+        return None
+    line, name = min(uses)
+    return name, line
+
+
+def _import_paths(node: yaml.Node, line_offset: int = 0) -> Iterator[tuple[str, int]]:
+    """Every ``import_path`` of a Serve config, KubeRay's ``serveConfigV2`` text included."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if not isinstance(value, yaml.ScalarNode):
+                yield from _import_paths(value, line_offset)
+            elif key.value == "import_path":
+                yield value.value, line_offset + value.start_mark.line + 1
+            elif key.value == "serveConfigV2":
+                # A block scalar's text starts on the line after its key.
+                with contextlib.suppress(yaml.YAMLError):
+                    inner = yaml.compose(value.value)
+                    if inner is not None:
+                        yield from _import_paths(inner, line_offset + value.start_mark.line + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _import_paths(item, line_offset)
 
 
 def unadapted_app(recipe: Path) -> str | None:
     """Why the fake tier can't serve ``recipe`` as written, or None where it can.
 
-    A Python recipe is read, not run: an import from a ``ray`` module of a name in
-    :data:`RAY_APP_BUILDERS`, or a ``ray.serve.llm.<name>`` attribute, is refused.
-    A Serve config's ``import_path`` is refused the same way.
+    The recipe is read, not run. In Python, a use of one of :data:`RAY_APP_BUILDERS`
+    imported from a ``ray`` module (called, or passed on as a value; annotations and
+    ``if TYPE_CHECKING:`` blocks don't count), or ``from ray... import *``, is refused.
+    A Serve config (YAML or JSON, KubeRay's ``serveConfigV2`` included) is refused
+    when an ``import_path`` names one of them, or names a module beside the config
+    whose code uses one. A builder reached only at run time (``importlib``,
+    ``getattr``) is not seen.
     """
-    text = recipe.read_text(errors="replace")
     if recipe.suffix == ".py":
-        try:
-            tree = ast.parse(text, filename=str(recipe))
-        except SyntaxError as error:
-            return f"{recipe.name}:{error.lineno}: not valid Python: {error.msg}"
-        # Names bound to Ray modules (`import ray.serve.llm as llm`, `from ray.serve import llm`).
-        ray_modules = {"ray"}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
-                for alias in node.names:
-                    dotted = f"{module}.{alias.name}" if module else alias.name
-                    if dotted.split(".")[0] == "ray" and alias.name not in RAY_APP_BUILDERS:
-                        ray_modules.add(alias.asname or alias.name.split(".")[0])
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ray":
-                names = [alias.name for alias in node.names if alias.name in RAY_APP_BUILDERS]
-            elif isinstance(node, ast.Attribute) and node.attr in RAY_APP_BUILDERS:
-                base = node.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                names = [node.attr] if isinstance(base, ast.Name) and base.id in ray_modules else []
-            else:
-                continue
-            if names:
-                return _unadapted_builder(names[0], f"{recipe.name}:{node.lineno}")
+        found = _python_builder_use(recipe)
+        return _unadapted_builder(found[0], f"{recipe.name}:{found[1]}") if found else None
+    if not command_for(recipe).startswith("serve run"):
         return None
-    if command_for(recipe).startswith("serve run"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            found = re.search(r"import_path:\s*['\"]?(ray\.[\w.]+)[:.](\w+)", line)
-            if found and found.group(2) in RAY_APP_BUILDERS:
-                return _unadapted_builder(found.group(2), f"{recipe.name}:{number}")
+    try:
+        document = yaml.compose(recipe.read_text(errors="replace"))
+    except yaml.YAMLError:
+        return None  # `serve run` says what is wrong with the file
+    for import_path, line in _import_paths(document) if document is not None else ():
+        module, _, attribute = import_path.replace(":", ".").rpartition(".")
+        if module.split(".")[0] == "ray" and attribute in RAY_APP_BUILDERS:
+            return _unadapted_builder(attribute, f"{recipe.name}:{line}")
+        sibling = recipe.parent / f"{module.replace('.', '/')}.py"
+        if module and sibling.is_file() and (found := _python_builder_use(sibling)):
+            return _unadapted_builder(found[0], f"{sibling.name}:{found[1]}")
     return None
 
 
@@ -240,10 +314,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.nodes < 1:
         print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)
         return 2
+    nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
+    try:
+        _serve_and_ask(args, recipe, command, nodes)
+    except ServerNotReady as failure:
+        print(f"ray-serve-npu dry-run: {not_ready_paragraph(failure, recipe)}", file=sys.stderr)
+        return 1
+    print(STOPPED_LINE)
+    return 0
+
+
+def not_ready_paragraph(failure: ServerNotReady, recipe: Path) -> str:
+    """Why the recipe did not come up, in one paragraph; its whole log is kept in a file."""
+    with tempfile.NamedTemporaryFile(
+        "w", prefix=f"ray-serve-npu-dry-run-{recipe.stem}-", suffix=".log", delete=False
+    ) as kept:
+        kept.write(failure.log)
+    error = (
+        f"The last error in its log: {failure.error}"
+        if failure.error
+        else "Its log reports no Python exception"
+    )
+    return (
+        f"{recipe.name} did not come up on the fake-NPU tier: {failure.what}. {error}. "
+        f"The whole log, with the settings the fake tier changed, is in {kept.name}."
+    )
+
+
+def _serve_and_ask(
+    args: argparse.Namespace, recipe: Path, command: str, nodes: list[FakeNode]
+) -> None:
+    """Serve ``recipe`` on a fresh fake tier, ask it one chat request, and stop everything."""
     # Imported here: the fake tier needs vLLM's CPU build (the cpu-engine extra).
     from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
 
-    nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
     with tempfile.TemporaryDirectory(prefix="ray-serve-npu-dry-run-") as workdir:
         with fake_npu_tier(Path(workdir), nodes) as tier:
             cluster = f"{args.nodes} fake {args.node_kind} node(s) at {tier.cluster.address}"
@@ -262,8 +366,6 @@ def main(argv: list[str] | None = None) -> int:
                 if args.keep_serving:
                     print(SERVING_LINE, flush=True)
                     _wait_for_stop()
-    print(STOPPED_LINE)
-    return 0
 
 
 @dataclass
