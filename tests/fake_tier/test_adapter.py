@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import runpy
 from pathlib import Path
@@ -12,6 +13,7 @@ from ray.serve.llm import LLMConfig
 import ray_serve_npu  # noqa: F401
 from ray_serve_npu.fake_npu.adapter import (
     DROPPED,
+    DROPPED_ENGINE_KWARGS,
     UNREVIEWED_WHY,
     adapt_env,
     adapt_llm_config,
@@ -196,3 +198,50 @@ def test_fake_tier_says_when_it_drops_a_setting_nobody_reviewed() -> None:
     why = {change.key: change.why for change in changes}
     assert why["engine_kwargs.kv_cache_dtype"] == UNREVIEWED_WHY
     assert why["engine_kwargs.quantization"] != UNREVIEWED_WHY
+
+
+def test_fake_tier_keeps_a_key_vllm_does_not_know_so_the_engine_refuses_it() -> None:
+    # A typo must fail on the tier as on NPUs ("Unknown engine argument"), not vanish.
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, "max_num_seq": 4}}
+    )
+    fields, changes = adapt_llm_config(config, TINY)
+    assert fields["engine_kwargs"]["max_num_seq"] == 4
+    assert "engine_kwargs.max_num_seq" not in {change.key for change in changes}
+    command = VLLMServe.parse(["vllm", "serve", "/m", "--max-num-seq", "4"])
+    argv, _ = adapt_vllm_serve(command, TINY)
+    assert argv[argv.index("--max-num-seq") + 1] == "4"
+
+
+def test_fake_tier_reads_the_no_form_of_every_switch() -> None:
+    command = VLLMServe.parse(
+        ["vllm", "serve", "/m", "--no-async-scheduling", "--no-enforce-eager"]
+    )
+    argv, changes = adapt_vllm_serve(command, TINY)
+    why = {change.key: change for change in changes}
+    assert why["vllm serve --no-async-scheduling"].why == DROPPED_ENGINE_KWARGS["async_scheduling"]
+    # The tier runs eager whatever the command says, and says what the command said.
+    assert "--no-enforce-eager" not in argv and "--enforce-eager" in argv
+    assert why["vllm serve --enforce-eager"].before is False
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"enable_multithread_load": "true", "num_threads": 8}, True),
+        ('{"enable_multithread_load": "false"}', False),
+    ],
+)
+def test_fake_tier_gives_vllm_029_the_boolean_its_loader_demands(
+    given: dict[str, object] | str, expected: bool
+) -> None:
+    # The v0.22.1rc1 tutorial writes the string "true"; vLLM 0.29 refuses anything but a bool.
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, "model_loader_extra_config": given}}
+    )
+    fields, changes = adapt_llm_config(config, TINY)
+    loader = fields["engine_kwargs"]["model_loader_extra_config"]
+    loader = json.loads(loader) if isinstance(loader, str) else loader
+    assert loader["enable_multithread_load"] is expected
+    (change,) = [c for c in changes if c.key == "engine_kwargs.model_loader_extra_config"]
+    assert "JSON Boolean" in change.why

@@ -48,7 +48,7 @@ def vllm_version() -> str | None:
 
 
 @cache
-def _engine_fields() -> frozenset[str] | None:
+def engine_fields() -> frozenset[str] | None:
     """Keywords Ray Serve LLM accepts in engine_kwargs: vLLM's AsyncEngineArgs and
     FrontendArgs fields (ray/llm/_internal/serve/engines/vllm/vllm_models.py:216-228)."""
     try:
@@ -167,7 +167,7 @@ def apply_engine_kwargs(
     kwargs: dict[str, Any], lines: dict[str, int], deployment: Deployment
 ) -> None:
     """Fill ``deployment`` from an LLMConfig's ``engine_kwargs``."""
-    fields = _engine_fields()
+    fields = engine_fields()
     for key, value in kwargs.items():
         line = lines.get(key, deployment.line)
         if fields is not None and key not in fields:

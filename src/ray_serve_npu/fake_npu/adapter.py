@@ -10,6 +10,7 @@ dropped or changed is logged, so nothing is skipped silently.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ray_serve_npu.check.vllm_args import engine_fields
 from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
@@ -49,6 +51,9 @@ KEPT_ENGINE_KWARGS = frozenset(
     }
 )
 
+#: The engine setting of the weight loader's own options.
+LOADER = "model_loader_extra_config"
+
 #: Engine settings the fake tier drops, each with its reason. A key in neither
 #: table is dropped too, and its change says it was never reviewed.
 DROPPED_ENGINE_KWARGS: dict[str, str] = {
@@ -79,11 +84,22 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
         "whole answer under `reasoning` and leaves `content` empty"
     ),
     "safetensors_load_strategy": (
-        "vLLM 0.25 and later refuse it beside model_loader_extra_config's "
-        "enable_multithread_load (vllm/model_executor/model_loader/default_loader.py); "
-        "vLLM 0.22's multi-thread loader ignores it"
+        "how the real checkpoint's files are read; the tiny model's load in a moment, and "
+        "vLLM 0.25.1 and 0.29.0 refuse any strategy but lazy beside enable_multithread_load "
+        "(vllm/model_executor/model_loader/default_loader.py)"
     ),
 }
+
+
+def _vllm_reads(key: str) -> bool:
+    """Whether ``key`` is an argument vLLM knows (True where vLLM can't be imported).
+
+    A key vLLM does not know is kept, so that the tier's engine refuses it as the NPU
+    engine would ("Unknown engine argument"), rather than the tier hiding a typo.
+    """
+    fields = engine_fields()
+    return fields is None or key in fields
+
 
 #: The reason of a dropped key that neither table names.
 UNREVIEWED_WHY = (
@@ -217,8 +233,9 @@ def adapt_llm_config(
 
     engine_kwargs: dict[str, Any] = {}
     for key, value in (fields.get("engine_kwargs") or {}).items():
-        if key in KEPT_ENGINE_KWARGS:
-            engine_kwargs[key] = value
+        if key in KEPT_ENGINE_KWARGS or not _vllm_reads(key):
+            engine_kwargs[key], change = _kept(f"engine_kwargs.{key}", key, value)
+            changes += change
         elif key not in FAKE_ENGINE_KWARGS:
             changes.append(
                 Change(
@@ -272,9 +289,53 @@ KEPT_SERVER_FLAGS = frozenset(
 
 
 def _engine_key(flag: str) -> str:
-    """The engine keyword of a ``vllm serve`` flag: ``--no-enable-x`` -> ``enable_x``."""
+    """The engine keyword of a ``vllm serve`` flag: ``--no-enforce-eager`` -> ``enforce_eager``."""
     key = flag.removeprefix("--").replace("-", "_")
-    return key.removeprefix("no_") if key.startswith("no_enable_") else key
+    switched = key.removeprefix("no_")
+    known = KEPT_ENGINE_KWARGS | DROPPED_ENGINE_KWARGS.keys() | FAKE_ENGINE_KWARGS.keys()
+    if key.startswith("no_") and switched in known | (engine_fields() or frozenset()):
+        return switched
+    return key
+
+
+def _serve_value(command: VLLMServe, key: str) -> Any:
+    """What a ``vllm serve`` command sets ``key`` to: a value, a switch's True or False."""
+    flag = engine_flag(key)
+    found: Any = ABSENT
+    for given, value in command:
+        if given == flag:
+            found = True if value is None else value
+        elif given == "--no-" + flag.removeprefix("--"):
+            found = False
+    return found
+
+
+#: vLLM 0.25.1 and 0.29.0 take only a JSON Boolean for model_loader_extra_config's
+#: enable_multithread_load; vLLM 0.22 reads any true value, and the v0.22.1rc1 and
+#: v0.23.0 tutorials write the string "true".
+MULTITHREAD_LOAD_WHY = (
+    "the tier's vLLM 0.29 takes only a JSON Boolean here, where the recipe's vLLM 0.22 "
+    "reads any true value (vllm/model_executor/model_loader/default_loader.py)"
+)
+
+
+def _kept(label: str, key: str, value: Any) -> tuple[Any, list[Change]]:
+    """A kept setting as the tier's engine takes it, and the change that made it so."""
+    adapted = _boolean_multithread_load(value) if key == LOADER else value
+    if adapted == value:
+        return value, []
+    return adapted, [Change(key=label, before=value, after=adapted, why=MULTITHREAD_LOAD_WHY)]
+
+
+def _boolean_multithread_load(value: Any) -> Any:
+    """``model_loader_extra_config`` (a dict or its JSON) with a Boolean
+    ``enable_multithread_load``; ``value`` itself where nothing needs changing."""
+    config = json.loads(value) if isinstance(value, str) else value
+    flag = config.get("enable_multithread_load") if isinstance(config, dict) else None
+    if not isinstance(flag, str):
+        return value
+    boolean = {**config, "enable_multithread_load": flag.strip().lower() in {"true", "1"}}
+    return json.dumps(boolean) if isinstance(value, str) else boolean
 
 
 def _data_parallel_model(
@@ -320,7 +381,9 @@ def adapt_vllm_serve(
     argv = ["--model", str(model_dir)]
     for flag, value in command:
         key = _engine_key(flag)
-        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS:
+        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS or not _vllm_reads(key):
+            value, change = _kept(f"vllm serve {flag}", key, value)
+            changes += change
             argv += [flag] if value is None else [flag, value]
         elif key not in FAKE_ENGINE_KWARGS:
             changes.append(
@@ -337,7 +400,9 @@ def adapt_vllm_serve(
         flag = engine_flag(key)
         argv += engine_kwarg_argv(key, value)
         changes.append(
-            Change(key=f"vllm serve {flag}", before=command.get(flag, ABSENT), after=value, why=why)
+            Change(
+                key=f"vllm serve {flag}", before=_serve_value(command, key), after=value, why=why
+            )
         )
     return argv, changes
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,6 +72,32 @@ def start_process_group(
         )
 
 
+#: A Python exception line as a traceback ends (``ValueError: ...``,
+#: ``ray.serve.exceptions.RayServeException: ...``), possibly behind a process prefix
+#: such as Ray's ``(ServeReplica:app:LLMServer pid=12)``.
+_EXCEPTION_LINE = re.compile(r"(?:^|\) )((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): .+)$")
+
+
+def last_error(log: str) -> str | None:
+    """The last exception a server's log reports (its type and message), or None."""
+    found = None
+    for line in log.splitlines():
+        if match := _EXCEPTION_LINE.search(line.rstrip()):
+            found = match.group(1)
+    return found
+
+
+class ServerNotReady(RuntimeError):
+    """A tier's server that exited or did not answer in time, with what its log says."""
+
+    def __init__(self, what: str, log: str) -> None:
+        self.what = what
+        self.log = log
+        #: The last exception the log reports: the replica's or the engine's own error.
+        self.error = last_error(log)
+        super().__init__(f"{what}:\n{log[-8000:]}")
+
+
 def wait_until_ready(
     server: ProcessServer, process: subprocess.Popen[bytes], timeout_s: float
 ) -> None:
@@ -79,7 +106,7 @@ def wait_until_ready(
     while time.monotonic() < deadline:
         code = process.poll()
         if code not in (None, 0):
-            raise RuntimeError(f"the server command exited with {code}:\n{server.logs()[-8000:]}")
+            raise ServerNotReady(f"the server command exited with {code}", server.logs())
         try:
             with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):
                 return
@@ -90,8 +117,8 @@ def wait_until_ready(
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(_POLL_S)
-    raise RuntimeError(
-        f"{server.base_url}/v1/models did not answer in {timeout_s} s:\n{server.logs()[-8000:]}"
+    raise ServerNotReady(
+        f"{server.base_url}/v1/models did not answer in {timeout_s} s", server.logs()
     )
 
 
