@@ -138,6 +138,14 @@ PLANTED_MISTAKES = {
         "v0.22.1rc1",
         "setting path 'config.enable_dsa_cp': write it as one of",
     ),
+    # A bare value would make `in` a substring test.
+    "in-without-a-list": (
+        "v0.25.1rc1",
+        "default: lazy, in: [lazy, null]}",
+        "default: lazy, in: lazy}",
+        "v0.25.1rc1",
+        "`in` of engine.safetensors_load_strategy must be a list of values",
+    ),
 }
 
 

@@ -99,11 +99,17 @@ class RuleSet(BaseModel):
     def _setting_paths_parse(self) -> RuleSet:
         # A misspelt path would never match a setting, and its rule never fire.
         for rule in self.rules:
-            for path in _setting_paths(rule.params):
+            for condition in _conditions(rule.params):
                 try:
-                    split_path(path)
+                    split_path(condition["path"])
                 except ValueError as error:
                     raise ValueError(f"rule {rule.id!r}: params: {error}") from None
+                # `in: lazy` would test substrings of "lazy".
+                if "in" in condition and not isinstance(condition["in"], list):
+                    raise ValueError(
+                        f"rule {rule.id!r}: params: `in` of {condition['path']} must be a "
+                        f"list of values, such as `in: [{condition['in']}]`"
+                    )
         return self
 
     @model_validator(mode="after")
@@ -129,13 +135,13 @@ class RuleSet(BaseModel):
         raise KeyError(f"rule {rule_id!r} is not in the rules of {self.release}")
 
 
-def _setting_paths(params: Any) -> list[str]:
-    """Every ``path`` value in a rule's params, at any depth."""
+def _conditions(params: Any) -> list[dict[str, Any]]:
+    """Every mapping with a ``path`` in a rule's params, at any depth."""
     if isinstance(params, dict):
-        own = [params["path"]] if isinstance(params.get("path"), str) else []
-        return own + [path for value in params.values() for path in _setting_paths(value)]
+        own = [params] if isinstance(params.get("path"), str) else []
+        return own + [found for value in params.values() for found in _conditions(value)]
     if isinstance(params, list):
-        return [path for item in params for path in _setting_paths(item)]
+        return [found for item in params for found in _conditions(item)]
     return []
 
 
