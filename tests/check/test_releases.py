@@ -182,3 +182,25 @@ def test_multithread_load_with_the_lazy_strategy_passes(
         text.replace(flag, "" if strategy is None else flag.replace("prefetch", strategy))
     )
     assert _by_rule(check_file(path), LOAD_STRATEGY) == []
+
+
+MULTITHREAD_BOOLEAN = "multithread-load-not-boolean"
+
+
+def test_a_quoted_multithread_load_is_an_error_only_where_vllm_demands_a_boolean(
+    tmp_path: Path,
+) -> None:
+    by_release = {}
+    for release in RELEASES:
+        text = _guide_of(release, tmp_path).read_text()
+        assert '"enable_multithread_load":true' in text, "test setup: the guide's loader changed"
+        path = tmp_path / f"quoted-{release}.yaml"
+        path.write_text(
+            text.replace('"enable_multithread_load":true', '"enable_multithread_load":"true"')
+        )
+        by_release[release] = [f.severity for f in _by_rule(check_file(path), MULTITHREAD_BOOLEAN)]
+    # vLLM 0.22.1 and 0.23.0 take any true value; vLLM 0.25.1 stops at start-up.
+    assert by_release == {"v0.22.1rc1": [], "v0.23.0": [], "v0.25.1rc1": [Severity.ERROR]}
+    assert not load_rules("v0.23.0").rule(MULTITHREAD_BOOLEAN).applies
+    # The guide as written, a JSON Boolean, passes everywhere.
+    assert _by_rule(check_file(_guide_of("v0.25.1rc1", tmp_path)), MULTITHREAD_BOOLEAN) == []
