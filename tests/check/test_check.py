@@ -11,6 +11,7 @@ from checker_data import DATA, ROOT, line_of
 from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.findings import Severity
+from ray_serve_npu.check.rules import available_releases
 
 GUIDE = DATA / "community-guide-compose.yaml"
 
@@ -343,11 +344,19 @@ def _recipes() -> list[Path]:
     return found
 
 
-@pytest.mark.parametrize("recipe", _recipes() or [None], ids=str)
-def test_every_recipe_is_clean(recipe: Path | None) -> None:
-    if recipe is None:
-        pytest.skip("no recipes/ or examples/ in the tree yet")
+@pytest.mark.parametrize("recipe", _recipes(), ids=str)
+def test_every_recipe_is_clean(recipe: Path) -> None:
     assert check_paths([recipe]).findings == []
+
+
+@pytest.mark.parametrize("release", available_releases())
+def test_every_recipe_is_clean_under_every_supported_releases_rules(release: str) -> None:
+    # The recipes' engine settings are those of every supported release's tutorial
+    # (they differ only where the recipes correct the tutorial); the release decides the
+    # image and the Ray, not the settings.
+    recipes = _recipes()
+    assert recipes
+    assert check_paths(recipes, release=release).findings == []
 
 
 GUIDE_MOUNTS = (
