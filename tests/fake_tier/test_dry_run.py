@@ -50,6 +50,9 @@ def test_dry_run_refuses_what_it_cannot_run(
     notes.write_text("hello")
     assert main(["dry-run", str(notes)]) == 2
     assert "not a recipe dry-run knows" in capsys.readouterr().err
+    # A KubeRay manifest is no Serve config: `serve run` would fail on it.
+    assert main(["dry-run", str(ROOT / "recipes" / "kuberay" / "rayservice.yaml")]) == 2
+    assert "a KubeRay RayService manifest, which runs on Kubernetes" in capsys.readouterr().err
 
 
 RAY_DOCS_RECIPES = {

@@ -75,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
 _COMPOSE_NAME = re.compile(r"(docker-)?compose([.-][\w.-]+)?\.ya?ml")
 
 
+def _kind_of(manifest: Path) -> str | None:
+    """The top-level ``kind`` of a YAML file, if it has one (a Kubernetes manifest)."""
+    try:
+        document = yaml.safe_load(manifest.read_text(errors="replace"))
+    except (OSError, yaml.YAMLError):
+        return None
+    kind = document.get("kind") if isinstance(document, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def command_for(recipe: Path) -> str:
     """The command a page would run for this recipe, from its directory."""
     name = shlex.quote(recipe.name)
@@ -83,6 +93,11 @@ def command_for(recipe: Path) -> str:
     if _COMPOSE_NAME.fullmatch(recipe.name):
         return f"docker compose -f {name} up -d"
     if recipe.suffix in {".yaml", ".yml"}:
+        if _kind_of(recipe) == "RayService":
+            raise ValueError(
+                f"{recipe}: a KubeRay RayService manifest, which runs on Kubernetes: dry-run "
+                "the Python recipe or Serve config that its spec.serveConfigV2 holds instead"
+            )
         return f"serve run {name}"
     raise ValueError(
         f"{recipe}: not a recipe dry-run knows: give a .py recipe, a Serve config (.yaml) "
@@ -216,7 +231,7 @@ def unadapted_app(recipe: Path) -> str | None:
     if recipe.suffix == ".py":
         found = _python_builder_use(recipe)
         return _unadapted_builder(found[0], f"{recipe.name}:{found[1]}") if found else None
-    if not command_for(recipe).startswith("serve run"):
+    if recipe.suffix not in {".yaml", ".yml"} or _COMPOSE_NAME.fullmatch(recipe.name):
         return None
     try:
         document = yaml.compose(recipe.read_text(errors="replace"))
