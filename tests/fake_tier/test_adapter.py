@@ -14,6 +14,7 @@ import ray_serve_npu  # noqa: F401
 from ray_serve_npu.fake_npu.adapter import (
     DROPPED,
     DROPPED_ENGINE_KWARGS,
+    UNKNOWN_TO_TIER_WHY,
     UNREVIEWED_WHY,
     adapt_env,
     adapt_llm_config,
@@ -213,6 +214,29 @@ def test_fake_tier_keeps_a_key_vllm_does_not_know_so_the_engine_refuses_it() -> 
     assert argv[argv.index("--max-num-seq") + 1] == "4"
 
 
+def test_fake_tier_drops_what_its_vllm_does_not_know_and_no_name_is_close_to() -> None:
+    # calculate_kv_scales is an engine argument of vLLM 0.22 and 0.25.1, not of 0.29.
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, "calculate_kv_scales": True}}
+    )
+    fields, changes = adapt_llm_config(config, TINY)
+    assert "calculate_kv_scales" not in fields["engine_kwargs"]
+    why = {change.key: change.why for change in changes}
+    assert why["engine_kwargs.calculate_kv_scales"] == UNKNOWN_TO_TIER_WHY
+    # A flag of vllm serve's own that starts no API server is not passed on unreviewed.
+    argv, changes = adapt_vllm_serve(VLLMServe.parse(["vllm", "serve", "/m", "--headless"]), TINY)
+    assert "--headless" not in argv
+    assert {c.key: c.why for c in changes}["vllm serve --headless"] == UNREVIEWED_WHY
+
+
+def test_fake_tier_leaves_a_malformed_loader_config_to_vllm() -> None:
+    command = VLLMServe.parse(
+        ["vllm", "serve", "/m", "--model-loader-extra-config", '{"enable_multithread_load": "true"']
+    )
+    argv, _ = adapt_vllm_serve(command, TINY)
+    assert argv[argv.index("--model-loader-extra-config") + 1].endswith('"true"')
+
+
 def test_fake_tier_reads_the_no_form_of_every_switch() -> None:
     command = VLLMServe.parse(
         ["vllm", "serve", "/m", "--no-async-scheduling", "--no-enforce-eager"]
@@ -229,7 +253,8 @@ def test_fake_tier_reads_the_no_form_of_every_switch() -> None:
     ("given", "expected"),
     [
         ({"enable_multithread_load": "true", "num_threads": 8}, True),
-        ('{"enable_multithread_load": "false"}', False),
+        # vLLM 0.22.1 tests the string's truth: "false" turns multi-thread loading on.
+        ('{"enable_multithread_load": "false"}', True),
     ],
 )
 def test_fake_tier_gives_vllm_029_the_boolean_its_loader_demands(

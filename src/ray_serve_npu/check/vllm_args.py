@@ -38,6 +38,12 @@ def _parser() -> argparse.ArgumentParser | None:
     return make_arg_parser(RaisingParser())
 
 
+def serve_flags() -> frozenset[str] | None:
+    """Every option string of ``vllm serve``'s parser, or None if vLLM does not import."""
+    parser = _parser()
+    return None if parser is None else frozenset(parser._option_string_actions)
+
+
 def vllm_version() -> str | None:
     """The version of the vLLM whose parser judges flags, or None if vLLM does not import."""
     if _parser() is None:
@@ -65,7 +71,8 @@ def engine_fields() -> frozenset[str] | None:
     )
 
 
-def _suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
+def suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
+    """The candidate ``name`` looks like a misspelling of, if one is close enough."""
     close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
     return close[0] if close else None
 
@@ -149,7 +156,7 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
             )
         if action is None:
             deployment.unknown_flags.append(
-                (Setting(value=name, line=flag.line), _suggest(name, list(options)))
+                (Setting(value=name, line=flag.line), suggest(name, list(options)))
             )
             continue
         argv = [str(t.value) for t in group]
@@ -172,7 +179,7 @@ def apply_engine_kwargs(
         line = lines.get(key, deployment.line)
         if fields is not None and key not in fields:
             deployment.unknown_flags.append(
-                (Setting(value=f"engine_kwargs.{key}", line=line), _suggest(key, fields))
+                (Setting(value=f"engine_kwargs.{key}", line=line), suggest(key, fields))
             )
             continue
         if isinstance(value, str) and value[:1] in "{[":

