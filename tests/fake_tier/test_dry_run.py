@@ -135,6 +135,12 @@ def test_dry_run_passes_the_recipes_that_build_with_the_plugin() -> None:
             "if TYPE_CHECKING:\n    from ray.serve.llm import LLMServer\n"
             "app = build_openai_app({})\n",
         ),
+        # Nothing that ray.serve exports builds an app.
+        (
+            "star_serve.py",
+            "from ray.serve import *\nfrom ray_serve_npu import build_openai_app\n\n"
+            "app = build_openai_app({})\n",
+        ),
         (
             "commented.yaml",
             "applications:\n  - name: llm\n"
@@ -149,6 +155,37 @@ def test_dry_run_passes_what_only_mentions_rays_builders(
     recipe = tmp_path / name
     recipe.write_text(text)
     assert unadapted_app(recipe) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        (
+            "not_type_checking.py",
+            "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n"
+            "    from ray.serve.llm import build_openai_app\n    app = build_openai_app({})\n",
+            "not_type_checking.py:3",
+        ),
+        # A quoted serveConfigV2's findings go to its key's line.
+        (
+            "quoted.yaml",
+            'kind: Other\nspec:\n  serveConfigV2: "applications:\\n  - import_path: '
+            'ray.serve.llm:build_openai_app\\n"\n',
+            "quoted.yaml:3",
+        ),
+        (
+            "two_documents.yaml",
+            "name: first\n---\napplications:\n  - import_path: ray.serve.llm:build_openai_app\n",
+            "two_documents.yaml:4",
+        ),
+    ],
+)
+def test_dry_run_refuses_rays_builders_wherever_the_recipe_runs_them(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    recipe = tmp_path / name
+    recipe.write_text(text)
+    assert (unadapted_app(recipe) or "").startswith(f"{where} ")
 
 
 def test_dry_run_follows_a_serve_configs_import_path_into_the_module_beside_it(
@@ -220,6 +257,22 @@ def test_the_last_error_of_a_server_log_is_its_last_exception_line() -> None:
     assert last_error("INFO all is well\nWARNING but slow") is None
 
 
+def test_the_last_error_skips_rays_colours_and_what_follows_the_failure() -> None:
+    cause = "ValueError: Unknown engine argument: max_num_seq"
+    log = "\n".join(
+        [
+            f"\x1b[36m(ServeReplica:default:LLMServer pid=7)\x1b[0m {cause}"
+            "\x1b[32m [repeated 2x across cluster]\x1b[0m",
+            "(raylet) RuntimeError: worker exited",
+            "Exception ignored in: <function BaseEventLoop.__del__ at 0x1>",
+            "RuntimeError: Event loop is closed",
+        ]
+    )
+    assert last_error(log) == cause
+    wrapped = "ray.exceptions.RayTaskError(ValueError): ray::f() (pid=3) failed"
+    assert last_error(f"(pid=3) {wrapped}") == wrapped
+
+
 def test_a_recipe_that_does_not_come_up_gets_one_paragraph_and_its_log_kept(
     tmp_path: Path,
 ) -> None:
@@ -236,3 +289,13 @@ def test_a_recipe_that_does_not_come_up_gets_one_paragraph_and_its_log_kept(
         assert kept.read_text() == log
     finally:
         kept.unlink()
+
+
+def test_dry_run_follows_an_import_path_into_a_package(tmp_path: Path) -> None:
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text(
+        "from ray.serve.llm import build_openai_app\napp = build_openai_app({})\n"
+    )
+    config = tmp_path / "serve_config.yaml"
+    config.write_text("applications:\n  - import_path: mypkg:app\n")
+    assert (unadapted_app(config) or "").startswith("mypkg/__init__.py:1 ")

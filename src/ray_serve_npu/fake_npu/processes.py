@@ -73,16 +73,38 @@ def start_process_group(
 
 
 #: A Python exception line as a traceback ends (``ValueError: ...``,
-#: ``ray.serve.exceptions.RayServeException: ...``), possibly behind a process prefix
+#: ``ray.exceptions.RayTaskError(ValueError): ...``), possibly behind a process prefix
 #: such as Ray's ``(ServeReplica:app:LLMServer pid=12)``.
-_EXCEPTION_LINE = re.compile(r"(?:^|\) )((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): .+)$")
+_EXCEPTION_LINE = re.compile(
+    r"(?:^|\) )((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:\([\w.]+\))?: .+)$"
+)
+#: Ray colours its process prefixes and folds repeated lines
+#: (ray/_private/worker.py, print_worker_logs).
+_RAY_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+#: Processes whose errors follow a failure rather than cause it.
+_AFTERMATH = ("(raylet", "(autoscaler", "(monitor")
 
 
 def last_error(log: str) -> str | None:
-    """The last exception a server's log reports (its type and message), or None."""
+    """The last exception a server's log reports (its type and message), or None.
+
+    Ray's own daemons and the exceptions Python ignores at shutdown (``Exception
+    ignored in ...``) come after the failure, not before it, so they don't count.
+    """
     found = None
-    for line in log.splitlines():
-        if match := _EXCEPTION_LINE.search(line.rstrip()):
+    ignoring = False
+    for raw in log.splitlines():
+        line = _RAY_REPEATED.sub("", _RAY_COLOUR.sub("", raw)).rstrip()
+        if "Exception ignored in" in line:
+            ignoring = True
+            continue
+        match = _EXCEPTION_LINE.search(line)
+        if match is None or line.lstrip().startswith(_AFTERMATH):
+            continue
+        if ignoring:
+            ignoring = False
+        else:
             found = match.group(1)
     return found
 
