@@ -355,8 +355,10 @@ def test_every_recipe_is_clean_under_every_supported_releases_rules(release: str
     # (they differ only where the recipes correct the tutorial); the release decides the
     # image and the Ray, not the settings.
     recipes = _recipes()
-    assert recipes
-    assert check_paths(recipes, release=release).findings == []
+    report = check_paths(recipes, release=release)
+    assert report.findings == []
+    # Every recipe was read, none left aside as unreadable.
+    assert report.unreadable == [] and report.checked == len(recipes)
 
 
 GUIDE_MOUNTS = (

@@ -187,19 +187,20 @@ def test_multithread_load_with_the_lazy_strategy_passes(
 MULTITHREAD_BOOLEAN = "multithread-load-not-boolean"
 
 
-def test_a_quoted_multithread_load_is_an_error_only_where_vllm_demands_a_boolean(
-    tmp_path: Path,
+@pytest.mark.parametrize("written", ['"true"', '"false"', "1", '"no"'])
+def test_a_multithread_load_that_is_no_boolean_is_an_error_only_where_vllm_demands_one(
+    tmp_path: Path, written: str
 ) -> None:
     by_release = {}
     for release in RELEASES:
         text = _guide_of(release, tmp_path).read_text()
         assert '"enable_multithread_load":true' in text, "test setup: the guide's loader changed"
-        path = tmp_path / f"quoted-{release}.yaml"
+        path = tmp_path / f"written-{release}.yaml"
         path.write_text(
-            text.replace('"enable_multithread_load":true', '"enable_multithread_load":"true"')
+            text.replace('"enable_multithread_load":true', f'"enable_multithread_load":{written}')
         )
         by_release[release] = [f.severity for f in _by_rule(check_file(path), MULTITHREAD_BOOLEAN)]
-    # vLLM 0.22.1 and 0.23.0 take any true value; vLLM 0.25.1 stops at start-up.
+    # vLLM 0.22.1 and 0.23.0 test the value's truth; vLLM 0.25.1 wants a bool (isinstance).
     assert by_release == {"v0.22.1rc1": [], "v0.23.0": [], "v0.25.1rc1": [Severity.ERROR]}
     assert not load_rules("v0.23.0").rule(MULTITHREAD_BOOLEAN).applies
     # The guide as written, a JSON Boolean, passes everywhere.

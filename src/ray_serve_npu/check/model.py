@@ -29,6 +29,9 @@ def truthy(value: Any) -> bool:
     return bool(value)
 
 
+#: The types a ``value_type`` rule may ask a setting to have, by the name its file writes.
+VALUE_TYPES: dict[str, type] = {"bool": bool}
+
 #: A setting a deployment does not set (:meth:`Deployment.value_at`).
 MISSING: Any = object()
 

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from ray_serve_npu.check.findings import Severity
-from ray_serve_npu.check.model import split_path
+from ray_serve_npu.check.model import VALUE_TYPES, split_path
 from ray_serve_npu.releases import RELEASES
 
 RULES_DIR = Path(__file__).parent / "rules"
@@ -104,6 +104,11 @@ class RuleSet(BaseModel):
                     split_path(condition["path"])
                 except ValueError as error:
                     raise ValueError(f"rule {rule.id!r}: params: {error}") from None
+                if "type" in condition and condition["type"] not in VALUE_TYPES:
+                    raise ValueError(
+                        f"rule {rule.id!r}: params: type {condition['type']!r} of "
+                        f"{condition['path']} is not one of {sorted(VALUE_TYPES)}"
+                    )
                 # `in: lazy` would test substrings of "lazy".
                 if "in" in condition and not isinstance(condition["in"], list):
                     raise ValueError(

@@ -12,6 +12,7 @@ from ray_serve_npu.check.checks.engine import (
     check_interlock,
     check_no_effect_for_model,
     check_unread_values,
+    check_value_type,
     check_vllm_flags,
     check_vllm_values,
 )
@@ -41,6 +42,7 @@ CHECKS: dict[str, Check] = {
     "env_var": check_env_var,
     "no_effect_for_model": check_no_effect_for_model,
     "interlock": check_interlock,
+    "value_type": check_value_type,
     "capture_sizes": check_capture_sizes,
     "parallel_fits_node": check_parallel_fits_node,
     "image_node_kind": check_image_node_kind,

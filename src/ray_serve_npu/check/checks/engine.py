@@ -10,7 +10,7 @@ from typing import Any
 
 from ray_serve_npu.check.checks.common import as_dict, engine_int, finding
 from ray_serve_npu.check.findings import Finding, Severity
-from ray_serve_npu.check.model import MISSING, Deployment, ParsedFile, truthy
+from ray_serve_npu.check.model import MISSING, VALUE_TYPES, Deployment, ParsedFile, truthy
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.check.vllm_args import vllm_version
 
@@ -127,6 +127,21 @@ def check_interlock(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Find
         for dep in parsed.deployments
         if holds(dep, when) and not any(holds(dep, c) for c in rule.params["requires_any"])
     ]
+
+
+def check_value_type(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    path = rule.params["path"]
+    expected = VALUE_TYPES[rule.params["type"]]
+    findings = []
+    for dep in parsed.deployments:
+        value = dep.value_at(path)
+        # `type(...) is`, not isinstance: 1 is no bool to vLLM, nor "true".
+        if value is not MISSING and type(value) is not expected:
+            setting = path.partition(".")[2]
+            findings.append(
+                finding(rule, dep, dep.line_of(path), f"`{setting}` is {value!r}: {rule.what}")
+            )
+    return findings
 
 
 def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
