@@ -6,7 +6,9 @@ Ctrl+C) is test_fake_npu_end_to_end.py, whose requests share that one run.
 
 from __future__ import annotations
 
+import io
 import json
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -299,3 +301,38 @@ def test_dry_run_follows_an_import_path_into_a_package(tmp_path: Path) -> None:
     config = tmp_path / "serve_config.yaml"
     config.write_text("applications:\n  - import_path: mypkg:app\n")
     assert (unadapted_app(config) or "").startswith("mypkg/__init__.py:1 ")
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "says"),
+    [
+        (
+            urllib.error.HTTPError(
+                "http://127.0.0.1:8000/v1/chat/completions", 500, "x", {}, io.BytesIO(b"boom")
+            ),
+            1,
+            "came up on the fake-NPU tier, but its check request got HTTP 500",
+        ),
+        (
+            ValueError("vllm serve --data-parallel-size > 1 needs a mixture-of-experts model"),
+            2,
+            "needs a mixture-of-experts model",
+        ),
+    ],
+)
+def test_dry_run_says_in_one_line_what_went_wrong_after_it_started(
+    raised: Exception,
+    code: int,
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ray_serve_npu.fake_npu import dry_run
+
+    def fail(*args: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(dry_run, "_serve_and_ask", fail)
+    assert main(["dry-run", str(ROOT / "recipes" / "serve_npu.py")]) == code
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ray-serve-npu dry-run: ") and says in line

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -353,6 +354,18 @@ def main(argv: list[str] | None = None) -> int:
     except ServerNotReady as failure:
         print(f"ray-serve-npu dry-run: {not_ready_paragraph(failure, recipe)}", file=sys.stderr)
         return 1
+    except urllib.error.HTTPError as failure:
+        answer = failure.read().decode(errors="replace")[:1000]
+        print(
+            f"ray-serve-npu dry-run: {recipe.name} came up on the fake-NPU tier, but its check "
+            f"request got HTTP {failure.code} from {failure.url}: {answer}",
+            file=sys.stderr,
+        )
+        return 1
+    except ValueError as error:
+        # The tier's adapter refuses what it can't serve with the field and the fix.
+        print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
+        return 2
     print(STOPPED_LINE)
     return 0
 
