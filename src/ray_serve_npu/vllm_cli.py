@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
@@ -66,7 +67,8 @@ def engine_kwarg_argv(key: str, value: Any) -> list[str]:
         return [flag]
     if value is False:
         return ["--no-" + flag.removeprefix("--")]
-    return [flag, str(value)]
+    # vLLM parses a dict or list flag as JSON (`--model-loader-extra-config '{...}'`).
+    return [flag, json.dumps(value) if isinstance(value, dict | list) else str(value)]
 
 
 #: Compose's variable forms: ``$$``, ``$NAME``, ``${NAME}``, ``${NAME<op>word}``

@@ -21,6 +21,9 @@ RECIPES = {"A2": "serve_npu", "A3": "serve_npu_a3"}
 #: Ray Serve LLM: the served name is the LLMConfig's model_id, Serve owns the port,
 #: and the OpenAI ingress is the API server.
 NO_ENGINE_SETTING = {"served-model-name", "port", "api-server-count"}
+#: Tutorial flags the recipes leave out: beside enable_multithread_load the strategy does
+#: nothing, and vLLM 0.25.1 refuses the pair (rule load-strategy-with-multithread-load).
+LEFT_OUT = {"safetensors-load-strategy"}
 #: What the recipes set differently from the tutorial, on purpose; each recipe's
 #: comments say why.
 OURS: dict[str, Any] = {
@@ -42,7 +45,7 @@ def _engine_kwargs(args: dict[str, Any]) -> dict[str, Any]:
     """The tutorial's flags as Ray Serve LLM's engine_kwargs name them."""
     kwargs = {}
     for flag, value in args.items():
-        if flag in NO_ENGINE_SETTING:
+        if flag in NO_ENGINE_SETTING or flag in LEFT_OUT:
             continue
         if flag.startswith("no-"):
             kwargs[flag.removeprefix("no-").replace("-", "_")] = not value

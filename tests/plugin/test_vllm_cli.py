@@ -8,6 +8,7 @@ import pytest
 
 from ray_serve_npu.vllm_cli import (
     VLLMServe,
+    engine_kwarg_argv,
     find_compose_file,
     interpolate_compose,
     vllm_serve_service,
@@ -103,3 +104,14 @@ def test_compose_interpolation_refuses_a_missing_required_variable(text: str) ->
 def test_compose_interpolation_refuses_a_form_it_does_not_read() -> None:
     with pytest.raises(ValueError, match=r"unsupported `\$` form at 0; use \$NAME"):
         interpolate_compose("${SET:+other}", _SHELL)
+
+
+def test_an_engine_kwarg_becomes_the_words_vllm_serve_parses() -> None:
+    assert engine_kwarg_argv("enforce_eager", True) == ["--enforce-eager"]
+    assert engine_kwarg_argv("enable_prefix_caching", False) == ["--no-enable-prefix-caching"]
+    assert engine_kwarg_argv("max_num_seqs", 32) == ["--max-num-seqs", "32"]
+    # vLLM reads a dict flag as JSON: Python's repr ({'a': True}) is refused.
+    assert engine_kwarg_argv("model_loader_extra_config", {"enable_multithread_load": True}) == [
+        "--model-loader-extra-config",
+        '{"enable_multithread_load": true}',
+    ]
