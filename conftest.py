@@ -37,6 +37,7 @@ WORKER_GROUPS: dict[Path, str] = {
     Path("tests") / "fake_tier" / "test_fake_npu_a3_compose.py": "port-8000",
     Path("tests") / "fake_tier" / "test_fake_npu_a3_dry_run.py": "port-8000",
     Path("tests") / "fake_tier" / "test_fake_npu_dry_run_failure.py": "port-8000",
+    Path("tests") / "fake_tier" / "test_fake_npu_dry_run_ray_builder.py": "port-8000",
     # Packages whose tests share one served app (a package- or session-scoped
     # fixture): in two workers it would start twice.
     Path("tests") / "resilience": "resilience",

@@ -112,6 +112,20 @@ PATCHES: tuple[Patch, ...] = (
         npu_kind=True,
     ),
     Patch(
+        module=LLM_SERVER,
+        function="_patch_llm_server_for_fake_tier",
+        what="On the fake-NPU tier only (RAY_SERVE_NPU_DRY_RUN_MODEL set, as "
+        "ray-serve-npu dry-run and the docs tests set it): each LLMConfig becomes its "
+        "fake-tier variant, in place, before Ray computes its deployment options; "
+        "every change is logged (ray_serve_npu.fake_npu.adapter).",
+        why="Every way of building an app passes its configs through "
+        "LLMServer.get_deployment_options (Ray's builders, the plugin's, an LLMServer "
+        "deployment of its own), and binds that same object to the deployment; "
+        "adapted anywhere else, a recipe built another way would load its real model "
+        "with its real parallelism on CPUs.",
+        upstream=None,
+    ),
+    Patch(
         module=INGRESS,
         function="_patch_ingress_404",
         what="The 404 for an unknown model also names the served models and the fix.",

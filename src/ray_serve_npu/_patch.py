@@ -178,6 +178,22 @@ def _patch_llm_server(module: ModuleType) -> None:
     server_cls.get_deployment_options = classmethod(get_deployment_options)
 
 
+def _patch_llm_server_for_fake_tier(module: ModuleType) -> None:
+    server_cls = module.LLMServer
+    ray_get_options: Callable[..., dict[str, Any]] = server_cls.get_deployment_options.__func__
+
+    @functools.wraps(ray_get_options)
+    def get_deployment_options(cls: type, llm_config: Any) -> dict[str, Any]:
+        # Imported here: the adapter reads vLLM's argument tables, which only the
+        # fake tier needs.
+        from ray_serve_npu.fake_npu.adapter import adapt_deployed_config
+
+        adapt_deployed_config(llm_config)
+        return ray_get_options(cls, llm_config)
+
+    server_cls.get_deployment_options = classmethod(get_deployment_options)
+
+
 def _patch_ingress_404(module: ModuleType) -> None:
     """Name the served models in the 404 for an unknown model.
 

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ray_serve_npu.placement import check_placement
 
 if TYPE_CHECKING:
     from ray.serve.deployment import Application
-    from ray.serve.llm import LLMConfig, LLMServingArgs
-
-#: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
-#: directory: the builder then serves each config's fake-tier variant
-#: (:mod:`ray_serve_npu.fake_npu.adapter`) and logs every change.
-DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
-#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
-#: directory, which the fake tier serves for data-parallel configs (vLLM refuses
-#: data parallel for a dense model).
-DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
+    from ray.serve.llm import LLMConfig
 
 
 def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
@@ -39,9 +28,6 @@ def build_openai_app(llm_serving_args: dict[str, Any] | Any) -> Application:
     from ray.serve.llm import build_openai_app as ray_build_openai_app
 
     serving_args = LLMServingArgs.model_validate(llm_serving_args)
-    dry_run_model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
-    if dry_run_model:
-        serving_args = _fake_tier_variant(serving_args, Path(dry_run_model))
     # Ray's builder connects to the cluster (it reads the runtime context), so the
     # nodes are known after it. Serve would wait forever for a placement group no
     # node can hold: fail here instead.
@@ -76,34 +62,8 @@ def build_dp_openai_app(builder_config: dict[str, Any]) -> Application:
     )
 
     serving_args = DPOpenAiServingArgs.model_validate(builder_config)
+    app = ray_build_dp_openai_app(serving_args)
+    # Ray's builder validated the config in place of a dict or a YAML path.
     llm_config: LLMConfig = serving_args.llm_config  # type: ignore[assignment]
-    dry_run_model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
-    if dry_run_model:
-        from ray.serve.llm import LLMServingArgs
-
-        (llm_config,) = _fake_tier_variant(
-            LLMServingArgs(llm_configs=[llm_config]), Path(dry_run_model)
-        ).llm_configs
-        serving_args = serving_args.model_copy(update={"llm_config": llm_config})
-    builder = {name: getattr(serving_args, name) for name in serving_args.model_fields_set}
-    app = ray_build_dp_openai_app({**builder, "llm_config": llm_config})
     check_placement([llm_config])
     return app
-
-
-def _fake_tier_variant(serving_args: LLMServingArgs, model_dir: Path) -> LLMServingArgs:
-    """Each config's fake-tier variant, every change logged."""
-    from ray.serve.llm import LLMServingArgs
-
-    from ray_serve_npu.fake_npu.adapter import adapt_llm_config, log_changes
-
-    adapted = []
-    moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)
-    for config in serving_args.llm_configs:
-        fields, changes = adapt_llm_config(
-            config, model_dir, moe_model_dir=Path(moe_model) if moe_model else None
-        )
-        log_changes(changes)
-        adapted.append(fields)
-    configs = LLMServingArgs.model_validate({"llm_configs": adapted}).llm_configs
-    return serving_args.model_copy(update={"llm_configs": configs})

@@ -21,7 +21,6 @@ from ray_serve_npu.fake_npu.dry_run import (
     engine_devices,
     fake_tier_changes,
     not_ready_paragraph,
-    unadapted_app,
 )
 from ray_serve_npu.fake_npu.processes import ServerNotReady, last_error
 from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
@@ -55,151 +54,6 @@ def test_dry_run_refuses_what_it_cannot_run(
     # A KubeRay manifest is no Serve config: `serve run` would fail on it.
     assert main(["dry-run", str(ROOT / "recipes" / "kuberay" / "rayservice.yaml")]) == 2
     assert "a KubeRay RayService manifest, which runs on Kubernetes" in capsys.readouterr().err
-
-
-RAY_DOCS_RECIPES = {
-    # As Ray's own docs write a recipe: the builder from ray.serve.llm.
-    "ray_builder.py": (
-        "from ray import serve\nfrom ray.serve.llm import LLMConfig, build_openai_app\n\n"
-        "app = build_openai_app({'llm_configs': [LLMConfig(model_loading_config={'model_id': "
-        "'m'})]})\nserve.run(app)\n",
-        "ray_builder.py:2",
-        "from ray_serve_npu import build_openai_app",
-    ),
-    "module_alias.py": (
-        "import ray.serve.llm as llm\n\napp = llm.build_dp_openai_app({})\n",
-        "module_alias.py:3",
-        "from ray_serve_npu import build_dp_openai_app",
-    ),
-    "own_server.py": (
-        "from ray import serve\nfrom ray.serve.llm import LLMServer\n\n"
-        "app = serve.deployment(LLMServer).bind(None)\n",
-        "own_server.py:2",
-        "ray_serve_npu.build_openai_app",
-    ),
-    "star_import.py": (
-        "from ray.serve.llm import *\n\napp = build_openai_app({})\n",
-        "star_import.py:1",
-        "from ray_serve_npu import build_openai_app",
-    ),
-    "serve_config.json.yaml": (
-        '{"applications": [{"name": "llm", "import_path": "ray.serve.llm:build_openai_app"}]}\n',
-        "serve_config.json.yaml:1",
-        "from ray_serve_npu import build_openai_app",
-    ),
-    "serve_config.yaml": (
-        "applications:\n  - name: llm\n    import_path: ray.serve.llm:build_openai_app\n",
-        "serve_config.yaml:3",
-        "from ray_serve_npu import build_openai_app",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(RAY_DOCS_RECIPES))
-def test_dry_run_refuses_a_recipe_built_with_rays_own_builder_before_starting_anything(
-    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from ray_serve_npu.fake_npu import fake_tier
-
-    def no_cluster(*args: object, **kwargs: object) -> None:
-        raise AssertionError("dry-run started the fake tier for a recipe it cannot serve")
-
-    monkeypatch.setattr(fake_tier, "fake_npu_tier", no_cluster)
-    text, where, fix = RAY_DOCS_RECIPES[name]
-    recipe = tmp_path / name
-    recipe.write_text(text)
-    assert main(["dry-run", str(recipe)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"ray-serve-npu dry-run: {where} ")
-    assert "which the fake tier does not adapt" in err
-    assert fix in err and "Traceback" not in err
-
-
-def test_dry_run_passes_the_recipes_that_build_with_the_plugin() -> None:
-    for recipe in (ROOT / "recipes").glob("*.py"):
-        assert unadapted_app(recipe) is None, recipe
-    assert unadapted_app(ROOT / "recipes" / "kuberay" / "rayservice.yaml") is None
-
-
-@pytest.mark.parametrize(
-    ("name", "text"),
-    [
-        # Ray's server class in an annotation or a type-checking import runs nothing.
-        (
-            "annotated.py",
-            "import ray\nfrom ray_serve_npu import build_openai_app\n\n"
-            "def hook(server: ray.serve.llm.LLMServer) -> None: ...\n"
-            "app = build_openai_app({})\n",
-        ),
-        (
-            "type_checking.py",
-            "from typing import TYPE_CHECKING\nfrom ray_serve_npu import build_openai_app\n"
-            "if TYPE_CHECKING:\n    from ray.serve.llm import LLMServer\n"
-            "app = build_openai_app({})\n",
-        ),
-        # Nothing that ray.serve exports builds an app.
-        (
-            "star_serve.py",
-            "from ray.serve import *\nfrom ray_serve_npu import build_openai_app\n\n"
-            "app = build_openai_app({})\n",
-        ),
-        (
-            "commented.yaml",
-            "applications:\n  - name: llm\n"
-            "    # was: import_path: ray.serve.llm:build_openai_app\n"
-            "    import_path: ray_serve_npu:build_openai_app\n",
-        ),
-    ],
-)
-def test_dry_run_passes_what_only_mentions_rays_builders(
-    tmp_path: Path, name: str, text: str
-) -> None:
-    recipe = tmp_path / name
-    recipe.write_text(text)
-    assert unadapted_app(recipe) is None
-
-
-@pytest.mark.parametrize(
-    ("name", "text", "where"),
-    [
-        (
-            "not_type_checking.py",
-            "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n"
-            "    from ray.serve.llm import build_openai_app\n    app = build_openai_app({})\n",
-            "not_type_checking.py:3",
-        ),
-        # A quoted serveConfigV2's findings go to its key's line.
-        (
-            "quoted.yaml",
-            'kind: Other\nspec:\n  serveConfigV2: "applications:\\n  - import_path: '
-            'ray.serve.llm:build_openai_app\\n"\n',
-            "quoted.yaml:3",
-        ),
-        (
-            "two_documents.yaml",
-            "name: first\n---\napplications:\n  - import_path: ray.serve.llm:build_openai_app\n",
-            "two_documents.yaml:4",
-        ),
-    ],
-)
-def test_dry_run_refuses_rays_builders_wherever_the_recipe_runs_them(
-    tmp_path: Path, name: str, text: str, where: str
-) -> None:
-    recipe = tmp_path / name
-    recipe.write_text(text)
-    assert (unadapted_app(recipe) or "").startswith(f"{where} ")
-
-
-def test_dry_run_follows_a_serve_configs_import_path_into_the_module_beside_it(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "my_app.py").write_text(
-        "from ray.serve.llm import build_openai_app as build\n\napp = build({})\n"
-    )
-    config = tmp_path / "serve_config.yaml"
-    config.write_text("applications:\n  - name: llm\n    import_path: my_app:app\n")
-    assert (why := unadapted_app(config)) is not None
-    assert why.startswith("my_app.py:1 builds its app with Ray Serve LLM's `build_openai_app`")
 
 
 def test_dry_run_reads_the_adapter_lines_from_plain_and_json_logs() -> None:
@@ -291,16 +145,6 @@ def test_a_recipe_that_does_not_come_up_gets_one_paragraph_and_its_log_kept(
         assert kept.read_text() == log
     finally:
         kept.unlink()
-
-
-def test_dry_run_follows_an_import_path_into_a_package(tmp_path: Path) -> None:
-    (tmp_path / "mypkg").mkdir()
-    (tmp_path / "mypkg" / "__init__.py").write_text(
-        "from ray.serve.llm import build_openai_app\napp = build_openai_app({})\n"
-    )
-    config = tmp_path / "serve_config.yaml"
-    config.write_text("applications:\n  - import_path: mypkg:app\n")
-    assert (unadapted_app(config) or "").startswith("mypkg/__init__.py:1 ")
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import ray
@@ -50,3 +52,18 @@ def ray_with_fake_npus(request: pytest.FixtureRequest) -> Iterator[None]:
         finally:
             serve.shutdown()
             ray.shutdown()
+
+
+@pytest.fixture
+def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compute deployment options without a cluster; fail where anything would start Ray.
+
+    ``LLMServer.get_deployment_options`` reads only the driver's runtime_env from
+    the runtime context, which an empty one stands in for.
+    """
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("this test must not start Ray")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(runtime_env={}))

@@ -11,11 +11,9 @@ engine on the fake tier (tests/fake_tier/test_fake_npu_a3_data_parallel.py).
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import ray
 from npu_configs import make_llm_config
 from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
 from ray.serve.config import GangPlacementStrategy, GangRuntimeFailurePolicy
@@ -29,21 +27,6 @@ from ray_serve_npu.placement import (
     infeasibility,
     placement_request,
 )
-
-
-@pytest.fixture
-def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compute deployment options without a cluster; fail where anything would start Ray.
-
-    ``LLMServer.get_deployment_options`` reads only the driver's runtime_env from
-    the runtime context, which an empty one stands in for.
-    """
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("this test must not start Ray")
-
-    monkeypatch.setattr(ray, "init", refuse)
-    monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(runtime_env={}))
 
 
 def _dp_config(data_parallel_size: int = 4, tensor_parallel_size: int = 4) -> LLMConfig:

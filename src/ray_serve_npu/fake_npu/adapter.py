@@ -25,6 +25,15 @@ from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")
 
+#: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
+#: directory: each ``LLMConfig`` deployed in that process is then served in its
+#: fake-tier variant (:func:`adapt_deployed_config`), every change logged.
+DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
+#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
+#: directory, which the fake tier serves for data-parallel configs (vLLM refuses
+#: data parallel for a dense model).
+DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
+
 #: The tiny model's context (``TinyModelSpec.max_position_embeddings`` allows more;
 #: this keeps the CPU KV cache small).
 FAKE_MAX_MODEL_LEN = 1024
@@ -425,6 +434,35 @@ def adapt_vllm_serve(
             )
         )
     return argv, changes
+
+
+def adapt_deployed_config(llm_config: BaseModel) -> None:
+    """Turn ``llm_config`` into its fake-tier variant in place, where the tier is on.
+
+    Called from ``LLMServer.get_deployment_options``, which every way of building
+    an app passes a config through before Serve places it (Ray's builders, the
+    plugin's, and an ``LLMServer`` deployment written as Ray's docs write it); the
+    config bound to the deployment is that same object, so its replica serves the
+    variant too. Does nothing without :data:`DRY_RUN_MODEL_ENV_VAR`, or for a
+    config already adapted.
+    """
+    model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
+    if not model:
+        return
+    moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)
+    source = (llm_config.model_dump().get("model_loading_config") or {}).get("model_source")
+    if source in {model, moe_model} - {None}:
+        return
+    fields, changes = adapt_llm_config(
+        llm_config, Path(model), moe_model_dir=Path(moe_model) if moe_model else None
+    )
+    log_changes(changes)
+    variant = type(llm_config).model_validate(fields)
+    # In place: the caller binds this object to the deployment after asking for
+    # its options. The private state goes too (Ray caches the engine config).
+    llm_config.__dict__.update(variant.__dict__)
+    object.__setattr__(llm_config, "__pydantic_fields_set__", variant.__pydantic_fields_set__)
+    object.__setattr__(llm_config, "__pydantic_private__", variant.__pydantic_private__)
 
 
 def log_changes(changes: Sequence[Change]) -> None:

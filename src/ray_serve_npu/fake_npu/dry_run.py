@@ -10,7 +10,6 @@ Fake: the NPUs and the model.
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import json
 import re
@@ -110,162 +109,6 @@ def command_for(recipe: Path) -> str:
     )
 
 
-#: Ray Serve LLM's own ways to build an app or a deployment from an ``LLMConfig``
-#: (``ray.serve.llm`` at 2.60.0). The fake tier swaps in its tiny model only in
-#: ``ray_serve_npu.build_openai_app`` and ``build_dp_openai_app``, which take the
-#: same arguments; served through one of these, a recipe would load its real model.
-RAY_APP_BUILDERS = {
-    "build_openai_app": "build_openai_app",
-    "build_dp_openai_app": "build_dp_openai_app",
-    "build_pd_openai_app": None,
-    "build_llm_deployment": None,
-    "build_dp_deployment": None,
-    "LLMServer": None,
-}
-
-
-def _unadapted_builder(name: str, where: str) -> str:
-    """The paragraph that refuses a recipe which builds its app with Ray's ``name``."""
-    ours = RAY_APP_BUILDERS.get(name) or "build_openai_app"
-    fix = (
-        f"build it with `ray_serve_npu.{ours}`, which takes the same arguments "
-        f"(`from ray_serve_npu import {ours}`)"
-    )
-    if not RAY_APP_BUILDERS.get(name):
-        fix += " or `build_dp_openai_app`, for the dry run"
-    what = (
-        "imports `*` from a Ray module, which brings Ray Serve LLM's own app builders"
-        if name == "*"
-        else f"builds its app with Ray Serve LLM's `{name}`"
-    )
-    return (
-        f"{where} {what}, which the fake tier does not adapt: it would load the recipe's "
-        f"real model with its real parallelism on CPUs. Fix: {fix}."
-    )
-
-
-def _skipped_subtrees(tree: ast.Module) -> set[int]:
-    """Nodes that never run as code: annotations and ``if TYPE_CHECKING:`` blocks."""
-    skipped: list[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
-            skipped.append(node.annotation)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
-            skipped.append(node.returns)
-        elif isinstance(node, ast.If) and (
-            (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-            or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
-        ):
-            skipped.extend(node.body)
-    return {id(inner) for root in skipped for inner in ast.walk(root)}
-
-
-def _python_builder_use(path: Path) -> tuple[str, int] | None:
-    """The first use of one of Ray's app builders in a Python file: (name, line)."""
-    try:
-        tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
-    except SyntaxError:
-        # Not ours to judge: running the recipe says what is wrong with it.
-        return None
-    skipped = _skipped_subtrees(tree)
-    # Local names of Ray's modules (`import ray.serve.llm as llm`, `from ray.serve import
-    # llm`) and of Ray's builders (`from ray.serve.llm import build_openai_app as build`).
-    ray_modules: set[str] = {"ray"}
-    # Local name -> (Ray's name, the line that imports it: the line to change).
-    builders: dict[str, tuple[str, int]] = {}
-    uses: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if id(node) in skipped or not isinstance(node, ast.Import | ast.ImportFrom):
-            continue
-        module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
-        for alias in node.names:
-            dotted = f"{module}.{alias.name}" if module else alias.name
-            if dotted.split(".")[0] != "ray":
-                continue
-            if alias.name == "*":
-                # Only ray.serve.llm's __all__ holds the builders.
-                if dotted.startswith("ray.serve.llm"):
-                    uses.append((node.lineno, "*"))
-            elif alias.name in RAY_APP_BUILDERS:
-                builders[alias.asname or alias.name] = (alias.name, node.lineno)
-            else:
-                ray_modules.add(alias.asname or alias.name.split(".")[0])
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Name) and node.id in builders:
-            name, imported_at = builders[node.id]
-            uses.append((imported_at, name))
-        elif isinstance(node, ast.Attribute) and node.attr in RAY_APP_BUILDERS:
-            base = node.value
-            while isinstance(base, ast.Attribute):
-                base = base.value
-            if isinstance(base, ast.Name) and base.id in ray_modules:
-                uses.append((node.lineno, node.attr))
-    if not uses:
-        return None
-    line, name = min(uses)
-    return name, line
-
-
-def _import_paths(node: yaml.Node, line_offset: int = 0) -> Iterator[tuple[str, int]]:
-    """Every ``import_path`` of a Serve config, KubeRay's ``serveConfigV2`` text included."""
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if not isinstance(value, yaml.ScalarNode):
-                yield from _import_paths(value, line_offset)
-            elif key.value == "import_path":
-                yield value.value, line_offset + value.start_mark.line + 1
-            elif key.value == "serveConfigV2":
-                # A block scalar's text starts on the line after its key; a quoted
-                # one's lines can't be told apart, so its findings go to the key's line.
-                block = value.style in ("|", ">")
-                with contextlib.suppress(yaml.YAMLError):
-                    inner = yaml.compose(value.value)
-                    if inner is not None and block:
-                        yield from _import_paths(inner, line_offset + value.start_mark.line + 1)
-                    elif inner is not None:
-                        line = line_offset + key.start_mark.line + 1
-                        yield from ((path, line) for path, _ in _import_paths(inner))
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _import_paths(item, line_offset)
-
-
-def unadapted_app(recipe: Path) -> str | None:
-    """Why the fake tier can't serve ``recipe`` as written, or None where it can.
-
-    The recipe is read, not run. In Python, a use of one of :data:`RAY_APP_BUILDERS`
-    imported from a ``ray`` module (called, or passed on as a value; annotations and
-    ``if TYPE_CHECKING:`` blocks don't count), or ``from ray... import *``, is refused.
-    A Serve config (YAML or JSON, KubeRay's ``serveConfigV2`` included) is refused
-    when an ``import_path`` names one of them, or names a module beside the config
-    whose code uses one. A builder reached only at run time (``importlib``,
-    ``getattr``) is not seen.
-    """
-    if recipe.suffix == ".py":
-        found = _python_builder_use(recipe)
-        return _unadapted_builder(found[0], f"{recipe.name}:{found[1]}") if found else None
-    if recipe.suffix not in {".yaml", ".yml"} or _COMPOSE_NAME.fullmatch(recipe.name):
-        return None
-    try:
-        documents = list(yaml.compose_all(recipe.read_text(errors="replace")))
-    except yaml.YAMLError:
-        return None  # `serve run` says what is wrong with the file
-    paths = [found for document in documents for found in _import_paths(document)]
-    for import_path, line in paths:
-        module, _, attribute = import_path.replace(":", ".").rpartition(".")
-        if module.split(".")[0] == "ray" and attribute in RAY_APP_BUILDERS:
-            return _unadapted_builder(attribute, f"{recipe.name}:{line}")
-        # The module beside the config, or the package there.
-        base = recipe.parent / module.replace(".", "/")
-        for code in (base.with_suffix(".py"), base / "__init__.py"):
-            if module and code.is_file() and (found := _python_builder_use(code)):
-                where = code.relative_to(recipe.parent)
-                return _unadapted_builder(found[0], f"{where}:{found[1]}")
-    return None
-
-
 def fake_tier_changes(log: str) -> list[str]:
     """The adapter's ``fake-npu tier: ...`` lines in a server log, plain or in Ray's JSON logs."""
     changes = []
@@ -341,9 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         command = command_for(recipe)
     except ValueError as error:
         print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
-        return 2
-    if (why := unadapted_app(recipe)) is not None:
-        print(f"ray-serve-npu dry-run: {why}", file=sys.stderr)
         return 2
     if args.nodes < 1:
         print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)

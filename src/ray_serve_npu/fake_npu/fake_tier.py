@@ -20,8 +20,13 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ray_serve_npu.app import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
-from ray_serve_npu.fake_npu.adapter import adapt_env, adapt_vllm_serve, log_changes
+from ray_serve_npu.fake_npu.adapter import (
+    DRY_RUN_MODEL_ENV_VAR,
+    DRY_RUN_MOE_MODEL_ENV_VAR,
+    adapt_env,
+    adapt_vllm_serve,
+    log_changes,
+)
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
