@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from mdit_py_plugins.colon_fence import colon_fence_plugin
 from mdit_py_plugins.deflist import deflist_plugin
@@ -157,14 +158,42 @@ class InlinePart:
     kind: Literal["code", "role", "substitution"]
     #: The code, the role's content (``title <target>`` or ``target``), the substitution's name.
     text: str
+    #: Where it is written in the paragraph: ``paragraph[start:end]`` is the whole
+    #: part with its backticks, braces and role name.
+    start: int
+    end: int
     #: The role's name (``doc``, ``func``); empty for code and substitutions.
     role: str = ""
+
+
+#: The inline rules whose tokens are parts, and the token each makes.
+_PART_RULES = {"backticks": "code_inline", "myst_role": "myst_role", "substitution_inline": None}
+_SPAN = "ray_serve_npu_span"
+
+
+def _recording_span(rule: Callable[[StateInline, bool], bool]) -> Callable[..., bool]:
+    """``rule``, recording on each token it makes where in the source the token is written
+    (markdown-it's inline tokens carry no positions)."""
+
+    def recorded(state: StateInline, silent: bool) -> bool:
+        start, made = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        for token in state.tokens[made:]:
+            token.meta = {**(token.meta or {}), _SPAN: (start, state.pos)}
+        return True
+
+    return recorded
 
 
 @functools.cache
 def _inline_parser() -> MarkdownIt:
     # The inline rules of the site's myst-parser that make text verbatim.
-    return MarkdownIt("commonmark").use(myst_role_plugin).use(substitution_plugin)
+    parser = MarkdownIt("commonmark").use(myst_role_plugin).use(substitution_plugin)
+    ruler = parser.inline.ruler
+    for name in _PART_RULES:
+        ruler.at(name, _recording_span(ruler.__rules__[ruler.__find__(name)].fn))
+    return parser
 
 
 def inline_parts(text: str) -> list[InlinePart]:
@@ -177,16 +206,19 @@ def inline_parts(text: str) -> list[InlinePart]:
     previous = ""
     for block in _inline_parser().parseInline(text):
         for token in block.children or []:
+            start, end = (token.meta or {}).get(_SPAN, (0, 0))
             if token.type == "code_inline":
                 rst = _RST_ROLE.search(previous)
                 if rst:
-                    parts.append(InlinePart("role", token.content, rst["name"]))
+                    where = start - len(rst.group(0))
+                    parts.append(InlinePart("role", token.content, where, end, rst["name"]))
                 else:
-                    parts.append(InlinePart("code", token.content))
+                    parts.append(InlinePart("code", token.content, start, end))
             elif token.type == "myst_role":
-                parts.append(InlinePart("role", token.content, str(token.meta["name"])))
+                role = str(token.meta["name"])
+                parts.append(InlinePart("role", token.content, start, end, role))
             elif token.type == "substitution_inline":
-                parts.append(InlinePart("substitution", token.content.strip()))
+                parts.append(InlinePart("substitution", token.content.strip(), start, end))
             previous = token.content if token.type == "text" else ""
     return parts
 

@@ -157,6 +157,24 @@ def test_inline_parts_are_read_as_commonmark_and_myst_read_them() -> None:
         ("substitution", "ray_version", ""),
         ("code", "`", ""),
     ]
+    # Where each is written: the style checker blanks exactly these spans.
+    assert [text[p.start : p.end] for p in myst.inline_parts(text)] == [
+        "``a ` b``",
+        "`two\nlines`",
+        "{doc}`tuning`",
+        ":ref:`the table <index-hardware>`",
+        "{{ ray_version }}",
+        "`` ` ``",
+    ]
+
+
+def test_prose_only_blanks_the_parts_the_reader_finds_and_keeps_escaped_backticks() -> None:
+    from ray_serve_npu_tooling.docs.pages import prose_only
+
+    text = "Set ``a ` b`` to 3, see {doc}`tuning`, \\`not code\\` and `x\ny` here."
+    blanked = prose_only(text)
+    assert len(blanked) == len(text) and blanked.count("\n") == 1
+    assert blanked.split() == ["Set", "to", "3,", "see", ",", "\\`not", "code\\`", "and", "here."]
 
 
 def test_directive_options_in_yaml_form_are_read_with_their_lines() -> None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ray_serve_npu import myst
 from ray_serve_npu_tooling.docs.pages import read_page
 
 ClaimKind = Literal["set", "unset", "default"]
@@ -51,7 +52,6 @@ _SUBSTITUTION = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SHELL_SET = re.compile(
     rf"(?:^|[\s;&(])(?:export\s+)?(?P<name>{_ENV_NAME})=(?P<value>\"[^\"]*\"|'[^']*'|[^\s;)&|]*)"
 )
-_CODE = re.compile(r"`([^`\n]+)`")
 #: Words that tell the reader not to set what the sentence names.
 _PROHIBITION = re.compile(
     r"\b(?:don't|do not|never|Don't|Do not|Never)\s+(?:export|set)\b"
@@ -159,12 +159,19 @@ def _subject(block: list[tuple[int, str]]) -> str | None:
     first = block[0][1]
     if first.lstrip().startswith("|"):
         cells = [cell for cell in first.strip().strip("|").split("|")]
-        found = _CODE.search(cells[0]) if cells else None
-        return found.group(1) if found else None
+        return _first_code(cells[0]) if cells else None
     if len(block) > 1 and block[1][1].startswith(": "):
-        found = _CODE.search(first)
-        return found.group(1) if found else None
+        return _first_code(first)
     return None
+
+
+def _code(text: str) -> list[str]:
+    """The code spans of ``text``, as :func:`ray_serve_npu.myst.inline_parts` reads them."""
+    return [part.text for part in myst.inline_parts(text) if part.kind == "code"]
+
+
+def _first_code(text: str) -> str | None:
+    return next(iter(_code(text)), None)
 
 
 def _rows(block: list[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
@@ -209,7 +216,7 @@ def page_claims(path: Path, values: Mapping[str, str] | None = None) -> list[Cla
             for number, sentence in _sentences(row):
                 prohibition = _PROHIBITION.search(sentence)
                 if prohibition:
-                    for span in _CODE.findall(sentence[prohibition.start() :]):
+                    for span in _code(sentence[prohibition.start() :]):
                         name = span.split("=", 1)[0]
                         if re.fullmatch(_ENV_NAME, name):
                             claims.append(Claim(name, "unset", "", path, number))

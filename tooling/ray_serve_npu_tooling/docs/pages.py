@@ -16,11 +16,6 @@ from ray_serve_npu import myst
 NUMBER_WORDS: tuple[str, ...] = tuple("zero one two three four five six seven eight nine".split())
 
 _HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
-# Code spans may wrap onto the next line of their paragraph.
-_INLINE_CODE = re.compile(r"(`+)(?!`)[\s\S]+?(?<!`)\1(?!`)")
-_SUBSTITUTION = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}")
-# Roles such as {doc}`tuning`: the target is a name, not prose.
-_ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _URL = re.compile(r"https?://\S+")
 
@@ -43,14 +38,18 @@ class Page:
 def prose_only(text: str) -> str:
     """Blank out what is not prose, so rules about words don't fire on code or names.
 
+    Code spans, roles (``{doc}`tuning```: the target is a name) and substitutions are
+    read by :func:`ray_serve_npu.myst.inline_parts`; then link targets and URLs go.
     Line breaks survive, so a paragraph blanked as a whole maps back onto its lines.
     """
 
-    def blank(found: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", found.group(0))
+    def blank(part: str) -> str:
+        return re.sub(r"[^\n]", " ", part)
 
-    for pattern in (_ROLE, _INLINE_CODE, _SUBSTITUTION, _LINK_TARGET, _URL):
-        text = pattern.sub(blank, text)
+    for part in reversed(myst.inline_parts(text)):
+        text = text[: part.start] + blank(text[part.start : part.end]) + text[part.end :]
+    for pattern in (_LINK_TARGET, _URL):
+        text = pattern.sub(lambda found: blank(found.group(0)), text)
     return text
 
 
