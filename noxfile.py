@@ -123,7 +123,7 @@ def bench(session: nox.Session) -> None:
     the paths, not NPU figures. Not part of ``nox -s tests``; see docs/benchmarks.md.
     """
     # The end of the range whose vLLM (the CPU build) runs an engine here.
-    session.install("ray[serve]==2.60.0", ".[cpu-engine,bench]")
+    session.install("ray[serve]==2.60.0", ".[cpu-engine,bench]", TOOLING)
     session.run_install("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
     out = BUILD / "bench"
     tmp = BUILD / "tmp-bench"
@@ -132,7 +132,7 @@ def bench(session: nox.Session) -> None:
     session.run(
         "python",
         "-m",
-        "bench.fake_tier",
+        "ray_serve_npu_tooling.bench.paths",
         "--out-dir",
         str(out),
         *session.posargs,

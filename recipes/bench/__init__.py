@@ -1,7 +1,6 @@
 """Benchmark sweeps for OpenAI-compatible LLM endpoints, built on ``vllm bench serve``.
 
 ``python -m bench.sweep`` (from ``recipes/``) runs one ``vllm bench serve`` per
-point of a grid and writes JSON, a Markdown table and plots;
-``python -m bench.fake_tier`` (``nox -s bench``) compares direct vLLM with Ray
-Serve LLM on the fake-NPU tier.
+point of a grid and writes JSON, a Markdown table and plots. ``nox -s bench``
+(``ray_serve_npu_tooling.bench``) measures its points with it.
 """

@@ -16,7 +16,7 @@ import pytest
 RECIPES = Path(__file__).parents[2] / "recipes"
 sys.path.insert(0, str(RECIPES))
 
-from bench.fake_tier import direct_vllm, recipe_fields  # noqa: E402
+from ray_serve_npu_tooling.bench.paths import direct_vllm, recipe_fields  # noqa: E402
 
 from ray_serve_npu.fake_npu.tiny_model import make_tiny_model  # noqa: E402
 

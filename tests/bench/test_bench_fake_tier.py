@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from bench.compare import (
+from ray_serve_npu_tooling.bench.compare import (
     DIRECT,
     SERVE_GPU,
     SERVE_NPU,
@@ -15,7 +15,7 @@ from bench.compare import (
     ratio_tables,
     straddles_one,
 )
-from bench.fake_tier import BENCH_NODE, direct_argv, gpu_kind, recipe_fields
+from ray_serve_npu_tooling.bench.paths import BENCH_NODE, direct_argv, gpu_kind, recipe_fields
 
 
 def comparison(target: str, ttft: list[float], throughput: list[float]) -> Comparison:

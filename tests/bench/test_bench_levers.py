@@ -10,9 +10,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from bench.compare import Comparison
-from bench.fake_tier import main, recipe_fields
-from bench.levers import (
+from ray_serve_npu_tooling.bench.compare import Comparison
+from ray_serve_npu_tooling.bench.levers import (
     DEFAULT,
     LEVERS,
     LeverError,
@@ -22,6 +21,7 @@ from bench.levers import (
     select_levers,
     verdict,
 )
+from ray_serve_npu_tooling.bench.paths import main, recipe_fields
 
 
 def comparison(target: str, concurrency: int, ttft: list[float], tput: list[float]) -> Comparison:

@@ -31,6 +31,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import bench
+from bench.config import SweepConfig
+from bench.results import PointResult, write_json
+from bench.runner import run_point
 from pydantic import BaseModel
 
 from ray_serve_npu.fake_npu.adapter import adapt_llm_config
@@ -47,7 +51,6 @@ from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURC
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
-from .config import SweepConfig
 from .levers import (
     DEFAULT,
     LEVERS,
@@ -59,10 +62,10 @@ from .levers import (
     lever_table,
     select_levers,
 )
-from .results import PointResult, write_json
-from .runner import run_point
 
-RECIPE = Path(__file__).parents[1] / "serve_npu.py"
+#: recipes/, where the reader's sweep tool (``bench``) lives beside the recipe measured.
+RECIPES = Path(bench.__file__).parents[1]
+RECIPE = RECIPES / "serve_npu.py"
 SERVE_READY_TIMEOUT_S = 600
 
 
@@ -213,7 +216,7 @@ def point_config(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.fake_tier", description=__doc__.splitlines()[0]
+        prog="python -m ray_serve_npu_tooling.bench.paths", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--out-dir", type=Path, default=Path("bench-fake-tier"))
     parser.add_argument("--rounds", type=int, default=BenchSettings().rounds)

@@ -1,4 +1,4 @@
-"""``python -m bench.fake_tier --levers``: Ray Serve LLM's request-path levers against its defaults.
+"""``nox -s bench -- --levers``: Ray Serve LLM's request-path levers against its defaults.
 
 Each lever is one way to run the recipe's app (recipes/serve_npu.py, as the
 fake tier adapts it) that differs from the default in one setting. Every arm
@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import bench
 from pydantic import BaseModel
 
 from .compare import Comparison, KindComparison, ratio_cell
@@ -180,8 +181,15 @@ def deploy(
         out_file = workdir / f"{stem}-urls.json"
         with (workdir / f"{stem}.log").open("w") as log:
             done = subprocess.run(
-                [sys.executable, "-m", "bench.levers", str(spec_file), str(out_file)],
-                cwd=Path(__file__).parents[1],
+                [
+                    sys.executable,
+                    "-m",
+                    "ray_serve_npu_tooling.bench.levers",
+                    str(spec_file),
+                    str(out_file),
+                ],
+                # recipes/, where the reader's sweep tool (`bench`) is importable.
+                cwd=Path(bench.__file__).parents[1],
                 env={**os.environ, **cluster_env, **dict(build_env)},
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -6,9 +6,8 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.plots import pyplot
 from pydantic import BaseModel
-
-from .plots import pyplot
 
 DIRECT = "direct"
 SERVE_NPU = "serve-npu"
