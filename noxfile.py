@@ -72,6 +72,9 @@ PYTEST_WORKERS: dict[str, list[str]] = {
 
 #: Keep Ray's files and tokens out of the home directory.
 TEST_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Where the fake tier keeps its tiny models across runs
+#: (ray_serve_npu.fake_npu.tiny_model.CACHE_DIR_ENV_VAR).
+TINY_MODEL_CACHE_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"
 
 
 @nox.session
@@ -94,7 +97,7 @@ def tests(session: nox.Session, ray: str) -> None:
             *PYTEST_WORKERS[ray],
             *PYTEST_ARGS[ray],
             *session.posargs,
-            env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
+            env={**TEST_ENV, TINY_MODEL_CACHE_ENV_VAR: str(tmp)},
         )
         # --install-only: nox skips pytest (run returns None); the environment is the point.
         installed_only = ran is None
@@ -136,7 +139,7 @@ def bench(session: nox.Session) -> None:
         "--out-dir",
         str(out),
         *session.posargs,
-        env={**TEST_ENV, "RAY_SERVE_NPU_TMPDIR": str(tmp)},
+        env={**TEST_ENV, TINY_MODEL_CACHE_ENV_VAR: str(tmp)},
     )
 
 

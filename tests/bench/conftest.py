@@ -6,7 +6,6 @@ start on two cores), on a free port that is not the pages' 8000.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +17,12 @@ sys.path.insert(0, str(RECIPES))
 
 from ray_serve_npu_tooling.bench.paths import direct_vllm, recipe_fields  # noqa: E402
 
-from ray_serve_npu.fake_npu.tiny_model import make_tiny_model  # noqa: E402
+from ray_serve_npu.fake_npu.tiny_model import tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = os.environ.get("RAY_SERVE_NPU_TMPDIR")
-    return make_tiny_model(Path(cache) / "models" if cache else tmp_path_factory.mktemp("models"))
+    return tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture(scope="module")

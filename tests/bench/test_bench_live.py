@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 from bench.sweep import main
 
+from ray_serve_npu.fake_npu.direct import vllm_server_argv
 from ray_serve_npu.fake_npu.processes import free_port
 
 MODEL = "deepseek-v4-flash"
@@ -83,10 +84,12 @@ def test_tiny_model_the_sweep_starts_one_server_per_setting_and_stops_it(
     # The settings are read from vLLM's INFO line "non-default args: {...}".
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
     port = free_port()
-    serve_cmd = (
-        f"{sys.executable} -m vllm.entrypoints.openai.api_server --model {tiny_model_dir} "
-        f"--served-model-name {MODEL} --host 127.0.0.1 --port {port} "
-        "--max-model-len 1024 --enforce-eager"
+    serve_cmd = shlex.join(
+        vllm_server_argv(
+            ["--model", str(tiny_model_dir), "--served-model-name", MODEL]
+            + ["--host", "127.0.0.1", "--port", str(port), "--max-model-len", "1024"]
+            + ["--enforce-eager"]
+        )
     )
     code = sweep(
         f"http://127.0.0.1:{port}", tiny_model_dir, tmp_path,

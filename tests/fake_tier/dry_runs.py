@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -28,3 +30,15 @@ def dry_run_serving(
         ready_timeout_s=ready_timeout_s,
     ) as run:
         yield run
+
+
+def dry_run(recipe: Path) -> subprocess.CompletedProcess[str]:
+    """``ray-serve-npu dry-run RECIPE`` from the recipe's directory, to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe)],
+        cwd=recipe.parent,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )

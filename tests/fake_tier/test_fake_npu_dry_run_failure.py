@@ -9,13 +9,10 @@ keys vLLM does not know, so the typo fails on the tier too.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from dry_runs import RECIPES
+from dry_runs import RECIPES, dry_run
 
 pytestmark = pytest.mark.fake_npu
 
@@ -29,14 +26,7 @@ def test_fake_npu_dry_run_of_a_recipe_with_a_typo_says_why_in_one_paragraph(
     assert TYPO[0] in text, "test setup: the recipe's max_num_seqs line changed"
     recipe = tmp_path / "serve_npu.py"
     recipe.write_text(text.replace(*TYPO))
-    done = subprocess.run(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe)],
-        cwd=tmp_path,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = dry_run(recipe)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stdout + done.stderr
     (paragraph,) = [line for line in done.stderr.splitlines() if "dry-run:" in line]

@@ -9,12 +9,10 @@ tiny model on one fake NPU and answers.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dry_runs import dry_run
 
 from ray_serve_npu.fake_npu.dry_run import CHAT_LINE_END, STOPPED_LINE
 
@@ -39,14 +37,7 @@ serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=True)
 def test_fake_npu_dry_run_serves_a_recipe_built_with_rays_own_builder(tmp_path: Path) -> None:
     recipe = tmp_path / "serve_rays_way.py"
     recipe.write_text(RAYS_WAY)
-    done = subprocess.run(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe)],
-        cwd=tmp_path,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = dry_run(recipe)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     assert "fake-npu tier: engine_kwargs.tensor_parallel_size: 8 -> 1" in done.stdout

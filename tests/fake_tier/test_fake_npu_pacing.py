@@ -10,16 +10,15 @@ check the settings and the pacer without an engine.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from openai import OpenAI
 
 from ray_serve_npu.fake_npu.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
+from ray_serve_npu.fake_npu.direct import serve_vllm
 from ray_serve_npu.fake_npu.npu_pacing import (
     DEFAULT_DECODE_S_PER_STEP,
     DEFAULT_PREFILL_S_PER_TOKEN,
@@ -29,14 +28,8 @@ from ray_serve_npu.fake_npu.npu_pacing import (
     pacing_from_env,
     scheduled_work,
 )
-from ray_serve_npu.fake_npu.processes import (
-    ProcessServer,
-    free_port,
-    start_process_group,
-    stop_process_group,
-    wait_until_ready,
-)
-from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.processes import ProcessServer
+from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
 #: Set far above the tiny model's CPU step (a few ms), so that the pacing, not the
@@ -201,24 +194,16 @@ def test_an_empty_step_is_not_held() -> None:
 def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
     """The fake tier's engine behind vLLM's OpenAI server, paced by :data:`PACING`."""
     workdir = tmp_path_factory.mktemp("fake-npu-pacing")
-    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models")
-    port = free_port()
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
-    argv += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port)]
+    args = ["--model", str(tiny_model(workdir)), "--served-model-name", "tiny"]
     for key, (value, _why) in FAKE_ENGINE_KWARGS.items():
-        argv += engine_kwarg_argv(key, value)
+        args += engine_kwarg_argv(key, value)
     env = {
         **os.environ,
         **{name: value for name, (value, _why) in FAKE_ENV.items()},
         PACING_ENV_VAR: PACING.env_value(),
     }
-    server = ProcessServer(base_url=f"http://127.0.0.1:{port}", log_file=workdir / "server.log")
-    process = start_process_group(argv, cwd=workdir, env=env, log_file=server.log_file)
-    try:
-        wait_until_ready(server, process, READY_TIMEOUT_S)
+    with serve_vllm(args, env=env, workdir=workdir, ready_timeout_s=READY_TIMEOUT_S) as server:
         yield server
-    finally:
-        stop_process_group(process)
 
 
 @pytest.mark.fake_npu

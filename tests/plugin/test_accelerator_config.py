@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any
 
@@ -162,7 +163,8 @@ def _replica_bundles(config: LLMConfig) -> list[dict[str, float]]:
 
 
 def _ray_replica_bundles(config: LLMConfig) -> list[dict[str, float]]:
-    ray_get_options = LLMServer.get_deployment_options.__func__.__wrapped__
+    # Ray's own, under every wrapper the plugin puts around it.
+    ray_get_options = inspect.unwrap(LLMServer.get_deployment_options.__func__)
     return ray_get_options(LLMServer, config)["placement_group_bundles"]
 
 

@@ -10,14 +10,13 @@ they measure are printed at the end of the run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ray_serve_npu.fake_npu.cluster import FakeNPUCluster, fake_npu_cluster
-from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.tiny_model import tiny_model
 
 from .fake_serving import ServedApp, guarantees, served_app
 
@@ -39,8 +38,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="package")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = os.environ.get("RAY_SERVE_NPU_TMPDIR")
-    return make_tiny_model(Path(cache) / "models" if cache else tmp_path_factory.mktemp("models"))
+    return tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture(scope="package")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import runpy
 import sys
 import time
 from pathlib import Path
@@ -27,9 +26,9 @@ def recipe_llm_config(
     recipe: Path, model_dir: Path, engine_kwargs: dict[str, object], env_vars: dict[str, str]
 ) -> dict[str, object]:
     """The recipe's ``llm_config`` as the fake tier serves it, with the given settings on top."""
-    from ray_serve_npu.fake_npu.adapter import adapt_llm_config
+    from ray_serve_npu.fake_npu.adapter import recipe_fields
 
-    fields, _changes = adapt_llm_config(runpy.run_path(str(recipe))["llm_config"], model_dir)
+    fields = recipe_fields(recipe, model_dir)
     fields["engine_kwargs"].update(engine_kwargs)
     fields["runtime_env"]["env_vars"].update(env_vars)
     return fields

@@ -13,6 +13,7 @@ import copy
 import json
 import logging
 import os
+import runpy
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -434,6 +435,23 @@ def adapt_vllm_serve(
             )
         )
     return argv, changes
+
+
+def recipe_fields(
+    recipe: Path, model_dir: Path, *, moe_model_dir: Path | None = None
+) -> dict[str, Any]:
+    """A recipe's ``llm_config`` as the fake tier serves it: its adapted fields.
+
+    The recipe runs as a module, not as a script, so it builds its config and
+    serves nothing.
+    """
+    namespace = runpy.run_path(str(recipe))
+    if "llm_config" not in namespace:
+        raise ValueError(f"{recipe}: no module-level llm_config to serve on the fake tier")
+    fields, _changes = adapt_llm_config(
+        namespace["llm_config"], model_dir, moe_model_dir=moe_model_dir
+    )
+    return fields
 
 
 def adapt_deployed_config(llm_config: BaseModel) -> None:

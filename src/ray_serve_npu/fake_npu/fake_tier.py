@@ -28,7 +28,9 @@ from ray_serve_npu.fake_npu.adapter import (
     log_changes,
 )
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.fake_npu.direct import vllm_server_argv
 from ray_serve_npu.fake_npu.processes import (
+    READY_TIMEOUT_S,
     ProcessServer,
     ensure_port_free,
     start_process_group,
@@ -36,13 +38,9 @@ from ray_serve_npu.fake_npu.processes import (
     wait_until_ready,
 )
 from ray_serve_npu.fake_npu.tier import CLIENT_API_KEY_ENV_VAR, fresh_api_key
-from ray_serve_npu.fake_npu.tiny_model import TINY_MOE_SPEC, make_tiny_model
+from ray_serve_npu.fake_npu.tiny_model import TINY_MOE_SPEC, tiny_model
 from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
-
-#: How long a server may take to answer /v1/models. Measured here: Ray Serve LLM
-#: with the tiny model is ready in about 50 s on two cores, plain vLLM in about 30 s.
-READY_TIMEOUT_S = 600
 
 
 def _compose_file_of(argv: Sequence[str], cwd: Path) -> Path | None:
@@ -102,7 +100,7 @@ class FakeNPUTier:
             {name: interpolate_compose(value, shell) for name, value in service.environment.items()}
         )
         log_changes(changes + env_changes)
-        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *argv], env
+        return vllm_server_argv(argv), env
 
     @contextlib.contextmanager
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[ProcessServer]:
@@ -148,8 +146,7 @@ def fake_npu_tier(
     if any Ray or vLLM process of the cluster outlived it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    models = Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", workdir)) / "models"
-    model_dir = make_tiny_model(models)
-    moe_model_dir = make_tiny_model(models, TINY_MOE_SPEC)
+    model_dir = tiny_model(workdir)
+    moe_model_dir = tiny_model(workdir, TINY_MOE_SPEC)
     with fake_npu_cluster(nodes) as cluster:
         yield FakeNPUTier(cluster, model_dir, workdir, moe_model_dir)

@@ -132,6 +132,20 @@ def _write_model(spec: TinyModelSpec, vocab_size: int, out: Path) -> None:
     model_cls(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
 
 
+#: A directory that outlives one run, where the fake tier keeps its tiny models: nox
+#: sets it under ``build/``, so that sessions and tests build each model once.
+CACHE_DIR_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"
+
+
+def tiny_model(workdir: Path, spec: TinyModelSpec | None = None) -> Path:
+    """The tiny model of ``spec`` (the dense one by default), built once, and its directory.
+
+    Kept under ``$RAY_SERVE_NPU_TMPDIR/models``, or under ``workdir/models`` where
+    that variable is unset.
+    """
+    return make_tiny_model(Path(os.environ.get(CACHE_DIR_ENV_VAR, workdir)) / "models", spec)
+
+
 def make_tiny_model(cache_dir: Path, spec: TinyModelSpec | None = None) -> Path:
     """Build the tiny model under ``cache_dir`` (once per spec) and return its directory."""
     spec = spec or TinyModelSpec()
