@@ -14,8 +14,9 @@ from ray_serve_npu_tooling.bench.compare import (
     KindComparison,
     ratio_tables,
     straddles_one,
+    targets,
 )
-from ray_serve_npu_tooling.bench.paths import BENCH_NODE, direct_argv, gpu_kind, recipe_fields
+from ray_serve_npu_tooling.bench.paths import BENCH_NODE, direct_args, gpu_kind, recipe_fields
 
 
 def comparison(target: str, ttft: list[float], throughput: list[float]) -> Comparison:
@@ -54,9 +55,26 @@ def test_ratio_tables_put_serve_over_direct_and_npu_over_gpu() -> None:
             comparison(SERVE_GPU, [30, 30, 30], [200, 200, 200]),
         ]
     )
-    assert "| 8 | 10.0 | 30.0 | 3.00 | 400.0 | 200.0 | 0.50 |" in tables
+    assert (
+        "| 8 | 10.0 | 30.0 | 20.0 (20.0-20.0) | 3.00 (3.00-3.00) | 400.0 | 200.0 "
+        "| 0.50 (0.50-0.50) |" in tables
+    )
     assert "npu kind / gpu kind" in tables
     assert "| 8 | 1.00 (1.00-1.00) | 1.00 (1.00-1.00) | within noise |" in tables
+
+
+def test_serve_over_direct_is_read_round_by_round_and_stands_alone() -> None:
+    # A slow second round hits both paths; paired, Serve adds 5 ms in every round.
+    tables = ratio_tables(
+        [
+            comparison(DIRECT, [10, 50, 10], [400, 100, 400]),
+            comparison(SERVE_NPU, [15, 55, 15], [392, 98, 392]),
+        ]
+    )
+    assert "| 8 | 10.0 | 15.0 | 5.0 (5.0-5.0) | 1.50 (1.10-1.50) | 400.0 | 392.0 " in tables
+    assert "| 0.98 (0.98-0.98) |" in tables
+    # The npu-paced regime has no gpu kind: no table of kinds.
+    assert "npu kind / gpu kind" not in tables
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +116,9 @@ def test_the_bench_node_has_a_fake_gpu_per_npu() -> None:
 
 
 def test_direct_vllm_gets_the_apps_engine_settings_as_flags(fields: dict) -> None:
-    argv = direct_argv(fields, Path("/models/tiny"), 1234)
+    argv = direct_args(fields, Path("/models/tiny"))
     assert argv[argv.index("--served-model-name") + 1] == "deepseek-v4-flash"
-    assert argv[argv.index("--port") + 1] == "1234"
+    assert argv[argv.index("--model") + 1] == "/models/tiny"
     for key, value in fields["engine_kwargs"].items():
         flag = "--" + key.replace("_", "-")
         if value is True:
@@ -114,3 +132,16 @@ def test_direct_vllm_gets_the_apps_engine_settings_as_flags(fields: dict) -> Non
             assert argv[argv.index(flag) + 1] == str(value)
     # The app's settings include a dict one (the weight loader's), so the JSON case runs.
     assert any(isinstance(value, dict) for value in fields["engine_kwargs"].values())
+
+
+def test_the_targets_are_judged_on_the_rounds_medians() -> None:
+    paced = [
+        comparison(DIRECT, [100, 100, 100], [400, 400, 400]),
+        # Throughput 0.98 of direct's in every round; TTFT 12 ms more in two rounds of three.
+        comparison(SERVE_NPU, [112, 112, 105], [392, 392, 392]),
+    ]
+    verdicts = targets(paced, paced=True)
+    assert "- concurrency 8: throughput ratio 0.98 >= 0.97: met" in verdicts
+    assert "- concurrency 8: TTFT added 12.0 ms <= 10 ms: not met" in verdicts
+    # Unpaced, only concurrency 32's throughput has a target.
+    assert targets(paced, paced=False) == ""

@@ -9,6 +9,9 @@ answers chat requests (not streamed) with a fixed text after holding each one fo
 ``RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S`` seconds (default 0), so that tests can keep
 requests in flight, as Serve's autoscaling needs to see load. It serves nothing else.
 
+:class:`StreamingMockEngine` also streams chat answers, computing nothing, so that a
+load test measures the request path in front of the engine (``nox -s bench``).
+
 :class:`PlacementProbeEngine` is the same mock for data-parallel placement tests:
 at start it records, for the test process to read, the NPUs Ray gives its rank.
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
+import uuid
 from collections.abc import AsyncGenerator
 from typing import Any, NoReturn
 
@@ -36,6 +41,10 @@ from ray_serve_npu_tooling.device_probe import device_probe
 HOLD_ENV_VAR = "RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S"
 #: The text of every mock answer.
 MOCK_ANSWER = "mock answer"
+#: The text of each token :class:`StreamingMockEngine` streams.
+MOCK_TOKEN = " mock"
+#: How many tokens it streams for a request that sets no limit.
+STREAMED_TOKENS = 16
 #: The variable in which Ray Serve LLM's ``DPServer`` hands its rank's bundle
 #: indices to vLLM's Ray executor (``dp_server.py``).
 BUNDLE_INDICES_ENV_VAR = "VLLM_RAY_BUNDLE_INDICES"
@@ -114,6 +123,43 @@ class MockEngine(LLMEngine):
     ) -> AsyncGenerator[Any, None]:
         self._refuse("transcription")
         yield  # pragma: no cover
+
+
+class StreamingMockEngine(MockEngine):
+    """:class:`MockEngine` that streams chat answers, computing nothing.
+
+    A streamed chat request gets ``max_completion_tokens`` (or ``max_tokens``, or
+    :data:`STREAMED_TOKENS`) chunks of :data:`MOCK_TOKEN`, then a usage chunk and
+    ``[DONE]``, in the server-sent events vLLM's OpenAI server writes; between two
+    chunks it only yields to the event loop. What a load test then measures is the
+    request path in front of the engine: Serve's proxy, the ingress and the
+    ``LLMServer`` replica. It holds no request (``RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S``
+    is not read).
+    """
+
+    async def chat(self, request: Any, raw_request_info: Any = None) -> AsyncGenerator[Any, None]:
+        if not request.stream:
+            async for answer in super().chat(request, raw_request_info):
+                yield answer
+            return
+        tokens = request.max_completion_tokens or request.max_tokens or STREAMED_TOKENS
+        head = {"id": f"chatcmpl-mock-{uuid.uuid4().hex}", "object": "chat.completion.chunk"}
+        head |= {"created": int(time.time()), "model": request.model}
+
+        def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+            return f"data: {json.dumps({**head, 'choices': choices, **extra})}\n\n"
+
+        yield event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+        for index in range(tokens):
+            finish = "length" if index == tokens - 1 else None
+            delta = {"content": MOCK_TOKEN}
+            yield event([{"index": 0, "delta": delta, "finish_reason": finish}])
+            await asyncio.sleep(0)
+        options = request.stream_options
+        if options is not None and options.include_usage:
+            usage = {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens}
+            yield event([], usage=usage)
+        yield "data: [DONE]\n\n"
 
 
 class PlacementProbeEngine(MockEngine):

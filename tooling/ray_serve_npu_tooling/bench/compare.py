@@ -42,23 +42,29 @@ def ratio_cell(ratios: Sequence[float]) -> str:
 
 
 def ratio_tables(comparisons: Sequence[Comparison]) -> str:
-    """Ray Serve LLM against direct vLLM, and the npu kind against the gpu kind, in Markdown."""
+    """Ray Serve LLM against direct vLLM, and (where measured) the npu kind against the gpu
+    kind, round by round, in Markdown."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
     lines = [
-        "Ray Serve LLM (npu kind) / direct vLLM, medians of the rounds:",
+        "Ray Serve LLM (npu kind) / direct vLLM, round by round: median (range over the rounds):",
         "",
-        "| concurrency | TTFT p50 direct (ms) | TTFT p50 Serve (ms) | TTFT ratio "
-        "| output tok/s direct | output tok/s Serve | throughput ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| concurrency | TTFT p50 direct (ms) | TTFT p50 Serve (ms) | TTFT added (ms) "
+        "| TTFT ratio | output tok/s direct | output tok/s Serve | throughput ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for level in levels:
         direct, serve = by[DIRECT, level], by[SERVE_NPU, level]
+        paired = KindComparison.of(serve, direct)
+        added = [s - d for s, d in zip(serve.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
         lines.append(
-            f"| {level} | {direct.ttft:.1f} | {serve.ttft:.1f} | {serve.ttft / direct.ttft:.2f} "
-            f"| {direct.throughput:.1f} | {serve.throughput:.1f} "
-            f"| {serve.throughput / direct.throughput:.2f} |"
+            f"| {level} | {direct.ttft:.1f} | {serve.ttft:.1f} "
+            f"| {statistics.median(added):.1f} ({min(added):.1f}-{max(added):.1f}) "
+            f"| {ratio_cell(paired.ttft_ratios)} | {direct.throughput:.1f} "
+            f"| {serve.throughput:.1f} | {ratio_cell(paired.throughput_ratios)} |"
         )
+    if not any(c.target == SERVE_GPU for c in comparisons):
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         "npu kind / gpu kind, round by round: median ratio (range over the rounds):",
@@ -76,8 +82,43 @@ def ratio_tables(comparisons: Sequence[Comparison]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The request path's targets: beside an NPU-paced engine, Ray Serve LLM keeps this
+#: share of direct vLLM's output throughput and adds at most this much to its time to
+#: first token; with the engine unpaced, it keeps this share at concurrency 32.
+PACED_THROUGHPUT_TARGET = 0.97
+PACED_TTFT_ADDED_TARGET_MS = 10.0
+UNPACED_THROUGHPUT_TARGET = 0.8
+UNPACED_TARGET_CONCURRENCY = 32
+
+
+def targets(comparisons: Sequence[Comparison], *, paced: bool) -> str:
+    """Whether Ray Serve LLM met the request path's targets, from the rounds' medians."""
+    by = {(c.target, c.concurrency): c for c in comparisons}
+    levels = sorted({c.concurrency for c in comparisons})
+    if not paced:
+        levels = [level for level in levels if level == UNPACED_TARGET_CONCURRENCY]
+    lines = []
+    for level in levels:
+        direct, serve = by[DIRECT, level], by[SERVE_NPU, level]
+        throughput = statistics.median(KindComparison.of(serve, direct).throughput_ratios)
+        floor = PACED_THROUGHPUT_TARGET if paced else UNPACED_THROUGHPUT_TARGET
+        checks = [(f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor)]
+        if paced:
+            added = statistics.median(
+                s - d for s, d in zip(serve.ttft_p50_ms, direct.ttft_p50_ms, strict=True)
+            )
+            ceiling = PACED_TTFT_ADDED_TARGET_MS
+            checks.append((f"TTFT added {added:.1f} ms <= {ceiling:g} ms", added <= ceiling))
+        for what, met in checks:
+            lines.append(f"- concurrency {level}: {what}: {'met' if met else 'not met'}")
+    if not lines:
+        return ""
+    return "Targets, from the medians of the rounds:\n\n" + "\n".join(lines) + "\n"
+
+
 class KindComparison(BaseModel):
-    """The npu kind against the gpu kind at one concurrency, round by round.
+    """One target against another (the npu kind against the gpu kind, Serve against
+    direct vLLM) at one concurrency, round by round.
 
     Both kinds ran back to back in each round, so each round's ratio cancels the
     machine's slow spells; the kinds are within noise when the rounds' ratios fall

@@ -204,21 +204,35 @@ def deploy(
     return urls
 
 
+def run_apps(apps: Mapping[str, Mapping[str, Any]], *, host: str, port: int) -> dict[str, str]:
+    """Start Serve's HTTP proxy on ``host:port`` and run each app under ``/<name>``.
+
+    Each app is ``build_openai_app``'s argument; the driver must be connected to the
+    cluster. Returns each app's base URL.
+    """
+    from ray import serve
+
+    from ray_serve_npu import build_openai_app
+
+    serve.start(http_options={"host": host, "port": port})
+    urls = {}
+    for name, args in apps.items():
+        serve.run(build_openai_app(dict(args)), name=name, route_prefix=f"/{name}", blocking=False)
+        urls[name] = f"http://{host}:{port}/{name}"
+    return urls
+
+
 def _deploy_main(spec_file: Path, out_file: Path) -> None:
     """The child process of :func:`deploy`: start Serve, run the apps, write their URLs."""
     import ray
-    from ray import serve
     from ray.serve.context import _get_global_client
-
-    from ray_serve_npu import build_openai_app
 
     spec = json.loads(spec_file.read_text())
     host, port = spec["host"], spec["port"]
     ray.init(logging_level="ERROR", log_to_driver=False)
-    serve.start(http_options={"host": host, "port": port})
-    urls = {}
+    apps = {name: app["args"] for name, app in spec["apps"].items()}
+    urls = run_apps(apps, host=host, port=port)
     for name, app in spec["apps"].items():
-        serve.run(build_openai_app(app["args"]), name=name, route_prefix=f"/{name}")
         if app["entry"] == "replica":
             controller = _get_global_client()._controller
             groups = ray.get(controller.get_target_groups.remote(name))
@@ -226,8 +240,6 @@ def _deploy_main(spec_file: Path, out_file: Path) -> None:
             if len(targets) != 1:
                 raise RuntimeError(f"{name}: expected one direct-ingress target, got {groups}")
             urls[name] = f"http://{targets[0].ip}:{targets[0].port}/{name}"
-        else:
-            urls[name] = f"http://{host}:{port}/{name}"
         print(f"{name}: {urls[name]}", flush=True)
     out_file.write_text(json.dumps(urls))
 

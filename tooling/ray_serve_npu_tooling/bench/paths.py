@@ -1,16 +1,22 @@
 """``nox -s bench``: what Ray Serve LLM adds on top of ``vllm serve``, on the fake-NPU tier.
 
-One tiny engine, three ways, side by side on one fake cluster with NPUs and GPUs:
+One run, on one fake cluster with NPUs and GPUs, prints three tables:
 
-- ``direct``: vLLM's OpenAI server alone, as the Compose path runs it;
-- ``serve-npu``: recipes/serve_npu.py's app (Ray Serve LLM, the ``npu`` kind);
-- ``serve-gpu``: the same app with the ``gpu`` kind, on fake GPUs.
+1. the request path's capacity: the recipe's app with a mock engine that computes
+   nothing (:mod:`.capacity`), so that what it carries, and the CPU it takes, are
+   Serve's proxy, ingress and server path alone;
+2. the paths with the tiny engine as fast as the CPU runs it (``unpaced``):
+   ``direct`` (vLLM's OpenAI server alone, as the Compose path runs it), ``serve-npu``
+   (recipes/serve_npu.py's app: Ray Serve LLM, the ``npu`` kind) and ``serve-gpu``
+   (the same app with the ``gpu`` kind, on fake GPUs);
+3. ``direct`` and ``serve-npu`` with the engine's steps held to NPU-like times
+   (``npu-paced``, a simulation: :mod:`ray_serve_npu.fake_npu.npu_pacing`).
 
 Every target gets the same engine settings (the recipe's, adapted to the fake
 tier by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config`). Rounds of load
 points alternate between the targets, so that a slow spell of the machine hits
-all of them; the npu kind is read against the gpu kind round by round. Not
-against the ``cpu`` kind: Ray Serve LLM runs that one with vLLM's ``mp``
+all of them; each ratio is read round by round. The npu kind is read against the
+gpu kind, not the ``cpu`` kind: Ray Serve LLM runs that one with vLLM's ``mp``
 executor and every other kind with the Ray executor
 (``get_initialization_kwargs`` in ``ray/llm/_internal/serve/engines/vllm/vllm_models.py``),
 so only the gpu kind differs from the npu kind in the kind alone. CPU figures
@@ -23,7 +29,6 @@ import argparse
 import contextlib
 import copy
 import os
-import runpy
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -37,20 +42,25 @@ from bench.results import PointResult, write_json
 from bench.runner import run_point
 from pydantic import BaseModel
 
-from ray_serve_npu.fake_npu.adapter import adapt_llm_config
+from ray_serve_npu.fake_npu import adapter
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
-from ray_serve_npu.fake_npu.processes import (
-    ProcessServer,
-    free_port,
-    start_process_group,
-    stop_process_group,
-    wait_until_ready,
-)
-from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
+from ray_serve_npu.fake_npu.direct import serve_vllm
+from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, NPUStepPacing
+from ray_serve_npu.fake_npu.processes import free_port
+from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 
-from .compare import DIRECT, SERVE_GPU, SERVE_NPU, Comparison, plot_comparison, ratio_tables
+from .capacity import capacity_table, measure_capacity, with_mock_engine
+from .compare import (
+    DIRECT,
+    SERVE_GPU,
+    SERVE_NPU,
+    Comparison,
+    plot_comparison,
+    ratio_tables,
+    targets,
+)
 from .levers import (
     DEFAULT,
     LEVERS,
@@ -60,19 +70,18 @@ from .levers import (
     deploy,
     haproxy_env,
     lever_table,
+    run_apps,
     select_levers,
 )
 
 #: recipes/, where the reader's sweep tool (``bench``) lives beside the recipe measured.
 RECIPES = Path(bench.__file__).parents[1]
 RECIPE = RECIPES / "serve_npu.py"
-SERVE_READY_TIMEOUT_S = 600
 
 
 def recipe_fields(model_dir: Path) -> dict[str, Any]:
-    """The recipe's LLMConfig fields as the fake tier serves them."""
-    fields, _changes = adapt_llm_config(runpy.run_path(str(RECIPE))["llm_config"], model_dir)
-    return fields
+    """The measured recipe's LLMConfig fields as the fake tier serves them."""
+    return adapter.recipe_fields(RECIPE, model_dir)
 
 
 #: One fake node with as many fake GPUs as NPUs, so that either kind's app fits.
@@ -95,62 +104,62 @@ def gpu_kind(fields: dict[str, Any]) -> dict[str, Any]:
     return gpu
 
 
-def direct_argv(fields: dict[str, Any], model_dir: Path, port: int) -> list[str]:
-    """vLLM's OpenAI server with the app's engine settings, as flags."""
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
-    argv += ["--served-model-name", fields["model_loading_config"]["model_id"]]
-    argv += ["--host", "127.0.0.1", "--port", str(port)]
+def direct_args(fields: dict[str, Any], model_dir: Path) -> list[str]:
+    """``vllm serve``'s arguments for the app's model and engine settings, as flags."""
+    args = ["--model", str(model_dir)]
+    args += ["--served-model-name", fields["model_loading_config"]["model_id"]]
     for key, value in fields["engine_kwargs"].items():
-        argv += engine_kwarg_argv(key, value)
-    return argv
+        args += engine_kwarg_argv(key, value)
+    return args
 
 
 @contextlib.contextmanager
 def direct_vllm(fields: dict[str, Any], model_dir: Path, workdir: Path) -> Iterator[str]:
-    port = free_port()
-    server = ProcessServer(f"http://127.0.0.1:{port}", workdir / "direct-vllm.log")
+    """vLLM's OpenAI server alone, with the app's settings and environment; its base URL."""
     env = {**os.environ, **fields["runtime_env"]["env_vars"]}
-    process = start_process_group(
-        direct_argv(fields, model_dir, port), cwd=workdir, env=env, log_file=server.log_file
-    )
-    try:
-        wait_until_ready(server, process, SERVE_READY_TIMEOUT_S)
+    with serve_vllm(direct_args(fields, model_dir), env=env, workdir=workdir) as server:
         yield server.base_url
-    finally:
-        stop_process_group(process)
 
 
 @contextlib.contextmanager
-def serve_apps(
-    cluster: FakeNPUCluster, apps: dict[str, dict[str, Any]]
-) -> Iterator[dict[str, str]]:
-    """Each app on one Serve proxy under its own route prefix; their base URLs by name."""
+def connected(cluster: FakeNPUCluster) -> Iterator[None]:
+    """This process as the cluster's driver, until the block ends; Serve stops with it."""
     import ray
     from ray import serve
 
-    from ray_serve_npu import build_openai_app
-
-    port = free_port()
     # The replicas and engines log to their own files; the driver prints the figures.
     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        urls = {}
-        for name, fields in apps.items():
-            app = build_openai_app({"llm_configs": [fields]})
-            serve.run(app, name=name, route_prefix=f"/{name}", blocking=False)
-            urls[name] = f"http://127.0.0.1:{port}/{name}"
-        yield urls
+        yield
     finally:
         with contextlib.suppress(Exception):
             serve.shutdown()
         ray.shutdown()
 
 
+def paced(fields: dict[str, Any]) -> dict[str, Any]:
+    """The same app with the fake engine's steps held to NPU-like times (the defaults of
+    :mod:`ray_serve_npu.fake_npu.npu_pacing`)."""
+    held = copy.deepcopy(fields)
+    held["runtime_env"]["env_vars"][PACING_ENV_VAR] = NPUStepPacing().env_value()
+    return held
+
+
+#: The engines the paths are compared with: the fake engine as fast as the CPU runs
+#: it, and held to NPU-like step times (a simulation: ray_serve_npu.fake_npu.npu_pacing).
+UNPACED = "unpaced"
+NPU_PACED = "npu-paced"
+REGIMES = (UNPACED, NPU_PACED)
+#: The app with the mock engine, for the request path's capacity.
+MOCK = "serve-mock"
+
+
 class BenchSettings(BaseModel):
     """The load of every point; small enough for two cores, long enough to stream."""
 
-    concurrency: list[int] = [1, 8, 32]
+    concurrency: list[int] = [1, 8, 32, 64]
+    #: The request path with the mock engine, up to where two cores saturate.
+    capacity_concurrency: list[int] = [1, 8, 32, 64, 128]
     rounds: int = 5
     input_len: int = 256
     output_len: int = 64
@@ -231,19 +240,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"defaults; one of {', '.join(n for n in LEVERS if n != DEFAULT)}, or all",
     )
     parser.add_argument(
+        "--regimes",
+        type=lambda text: [name for name in text.split(",") if name],
+        default=list(REGIMES),
+        metavar="NAME,...",
+        help=f"which engines to compare the paths with: {', '.join(REGIMES)} (default both)",
+    )
+    parser.add_argument(
+        "--no-capacity",
+        action="store_true",
+        help="skip the request path's capacity with the mock engine",
+    )
+    parser.add_argument(
         "--concurrency",
         type=lambda text: [int(level) for level in text.split(",") if level],
         default=BenchSettings().concurrency,
         metavar="N,...",
     )
     args = parser.parse_args(argv)
+    if unknown := sorted(set(args.regimes) - set(REGIMES)):
+        parser.error(f"--regimes: unknown {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
     settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
     out = args.out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    model_dir = make_tiny_model(Path(os.environ.get("RAY_SERVE_NPU_TMPDIR", out)) / "models")
+    model_dir = tiny_model(out)
     fields = recipe_fields(model_dir)
-    model = fields["model_loading_config"]["model_id"]
     if args.levers is not None:
         names = list(LEVERS) if args.levers == ["all"] else args.levers
         try:
@@ -253,31 +275,91 @@ def main(argv: Sequence[str] | None = None) -> int:
         return measure_levers(levers, fields, model_dir, settings, out, started)
     with (
         fake_npu_cluster([BENCH_NODE]) as cluster,
-        # serve_apps drives the cluster from this process.
+        # The Serve apps are deployed from this process.
         cluster.driver_env(),
-        contextlib.ExitStack() as servers,
+        connected(cluster),
     ):
-        print("starting direct vLLM and the two Serve apps", flush=True)
-        urls = {DIRECT: servers.enter_context(direct_vllm(fields, model_dir, out))}
-        apps = {SERVE_NPU: fields, SERVE_GPU: gpu_kind(fields)}
-        if args.deploy_first == SERVE_GPU:
-            apps = dict(reversed(apps.items()))
-        urls |= servers.enter_context(serve_apps(cluster, apps))
-        print(f"ready after {time.monotonic() - started:.0f} s", flush=True)
-        results, comparisons = measure(urls, model, model_dir, settings, out / "points")
-    write_json(results, out / "points.json")
-    (out / "comparison.json").write_text(
-        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
-    )
-    tables = (
-        f"{provenance()}\nServe apps deployed in this order: {', '.join(apps)}.\n\n"
-        f"{ratio_tables(comparisons)}"
-    )
+        port = free_port()
+        sections = [provenance()]
+        if not args.no_capacity:
+            sections.append(request_path_capacity(fields, model_dir, settings, out, port))
+        for regime in args.regimes:
+            regime_fields = paced(fields) if regime == NPU_PACED else fields
+            apps = {SERVE_NPU: regime_fields}
+            if regime == UNPACED:
+                apps[SERVE_GPU] = gpu_kind(regime_fields)
+            if args.deploy_first == SERVE_GPU:
+                apps = dict(reversed(apps.items()))
+            sections.append(
+                compare_paths(regime, regime_fields, apps, model_dir, settings, out, port)
+            )
+    tables = "\n".join(sections)
     (out / "comparison.md").write_text(tables)
     print(tables)
-    print(f"plots: {plot_comparison(comparisons, out / 'comparison.png')}")
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
+
+
+def request_path_capacity(
+    fields: dict[str, Any], model_dir: Path, settings: BenchSettings, out: Path, port: int
+) -> str:
+    """The recipe's app with the streaming mock engine: what Serve's path carries alone."""
+    from ray import serve
+
+    model = fields["model_loading_config"]["model_id"]
+    print("deploying the app with the mock engine", flush=True)
+    url = run_apps({MOCK: {"llm_configs": [with_mock_engine(fields)]}}, host="127.0.0.1",
+                   port=port)[MOCK]  # fmt: skip
+    try:
+        points = measure_capacity(
+            lambda level: point_config(url, model, model_dir, settings, level),
+            settings.capacity_concurrency,
+            settings.rounds,
+            out / "capacity",
+        )
+    finally:
+        serve.delete(MOCK)
+    (out / "capacity.json").write_text(
+        "[\n" + ",\n".join(p.model_dump_json() for p in points) + "\n]\n"
+    )
+    return f"## Request path, mock engine\n\n{capacity_table(points)}"
+
+
+def compare_paths(
+    regime: str,
+    fields: dict[str, Any],
+    apps: dict[str, dict[str, Any]],
+    model_dir: Path,
+    settings: BenchSettings,
+    out: Path,
+    port: int,
+) -> str:
+    """Direct vLLM against the Serve apps, all with ``fields``' engine settings, in rounds."""
+    from ray import serve
+
+    model = fields["model_loading_config"]["model_id"]
+    workdir = out / regime
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"{regime}: starting direct vLLM and {', '.join(apps)}", flush=True)
+    with direct_vllm(fields, model_dir, workdir) as direct_url:
+        urls = {DIRECT: direct_url}
+        args = {name: {"llm_configs": [app]} for name, app in apps.items()}
+        urls |= run_apps(args, host="127.0.0.1", port=port)
+        try:
+            results, comparisons = measure(urls, model, model_dir, settings, workdir / "points")
+        finally:
+            for name in apps:
+                serve.delete(name)
+    write_json(results, workdir / "points.json")
+    (workdir / "comparison.json").write_text(
+        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
+    )
+    plot = plot_comparison(comparisons, workdir / "comparison.png")
+    return (
+        f"## {regime}\n\nServe apps deployed in this order: {', '.join(apps)}. "
+        f"Plot: {plot.relative_to(out)}.\n\n{ratio_tables(comparisons)}\n"
+        f"{targets(comparisons, paced=regime == NPU_PACED)}"
+    )
 
 
 def measure_levers(
