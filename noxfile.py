@@ -120,7 +120,8 @@ def _drop_unreused_virtualenv(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Direct vLLM, Ray Serve LLM with the npu kind and with the gpu kind, side by side.
+    """Ray Serve LLM's request path in front of a mock engine, then direct vLLM against
+    Ray Serve LLM with the engine unpaced and NPU-paced, side by side.
 
     On the fake-NPU tier (vLLM's CPU build, a tiny random model): ratios between
     the paths, not NPU figures. Not part of ``nox -s tests``; see docs/benchmarks.md.

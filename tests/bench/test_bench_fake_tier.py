@@ -56,7 +56,7 @@ def test_ratio_tables_put_serve_over_direct_and_npu_over_gpu() -> None:
         ]
     )
     assert (
-        "| 8 | 10.0 | 30.0 | 20.0 (20.0-20.0) | 3.00 (3.00-3.00) | 400.0 | 200.0 "
+        "| 8 | 10.0 | 30.0 | 20.0 (20.0 to 20.0) | 3.00 (3.00-3.00) | 400.0 | 200.0 "
         "| 0.50 (0.50-0.50) |" in tables
     )
     assert "npu kind / gpu kind" in tables
@@ -71,7 +71,7 @@ def test_serve_over_direct_is_read_round_by_round_and_stands_alone() -> None:
             comparison(SERVE_NPU, [15, 55, 15], [392, 98, 392]),
         ]
     )
-    assert "| 8 | 10.0 | 15.0 | 5.0 (5.0-5.0) | 1.50 (1.10-1.50) | 400.0 | 392.0 " in tables
+    assert "| 8 | 10.0 | 15.0 | 5.0 (5.0 to 5.0) | 1.50 (1.10-1.50) | 400.0 | 392.0 " in tables
     assert "| 0.98 (0.98-0.98) |" in tables
     # The npu-paced regime has no gpu kind: no table of kinds.
     assert "npu kind / gpu kind" not in tables

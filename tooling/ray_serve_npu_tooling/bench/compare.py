@@ -59,7 +59,7 @@ def ratio_tables(comparisons: Sequence[Comparison]) -> str:
         added = [s - d for s, d in zip(serve.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
         lines.append(
             f"| {level} | {direct.ttft:.1f} | {serve.ttft:.1f} "
-            f"| {statistics.median(added):.1f} ({min(added):.1f}-{max(added):.1f}) "
+            f"| {statistics.median(added):.1f} ({min(added):.1f} to {max(added):.1f}) "
             f"| {ratio_cell(paired.ttft_ratios)} | {direct.throughput:.1f} "
             f"| {serve.throughput:.1f} | {ratio_cell(paired.throughput_ratios)} |"
         )
