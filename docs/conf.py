@@ -7,6 +7,7 @@ Every version and image tag on the pages comes from ``ray_serve_npu.compat`` and
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -39,7 +40,15 @@ extensions = [
 ]
 
 # _generated holds tables the extensions write for pages to include.
-exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store", "**/.pytest_cache"]
+# _static/bench holds the committed run of `nox -s bench` that pages include.
+exclude_patterns = [
+    "_build",
+    "_generated",
+    "_static/bench",
+    "Thumbs.db",
+    ".DS_Store",
+    "**/.pytest_cache",
+]
 nitpicky = True
 # Targets in Ray, pydantic and the standard library that this site has no inventory
 # for (no intersphinx: the build must work without network access).
@@ -91,6 +100,30 @@ def _readable_range(specifiers: object) -> str:
     return ", ".join(f"{s.operator} {s.version}" for s in ranked)
 
 
+def _bench_figures() -> dict[str, str]:
+    """The figures the benchmarks page's prose cites, from the committed run of
+    ``nox -s bench`` (docs/_static/bench/, copied from build/bench/)."""
+    from ray_serve_npu.fake_npu.npu_pacing import BASELINE_OUTPUT_TOKENS_PER_S
+
+    points = json.loads((DOCS / "_static" / "bench" / "capacity.json").read_text())
+    levels = sorted({point["concurrency"] for point in points})
+
+    def median(level: int, read: object) -> float:
+        return statistics.median(read(p) for p in points if p["concurrency"] == level)  # type: ignore[operator]
+
+    per_core = median(levels[-1], lambda p: p["output_tokens_per_core_s"])
+    ttft = median(levels[0], lambda p: p["result"]["latency_ms"]["ttft"]["p50"])
+    cpu_ms = median(levels[0], lambda p: p["cpu_ms_per_request"])
+    return {
+        "bench_path_top_concurrency": str(levels[-1]),
+        "bench_path_tokens_per_core": f"{per_core:.0f}",
+        "bench_path_ttft_ms": f"{ttft:.0f}",
+        "bench_path_cpu_ms_per_request": f"{cpu_ms:.0f}",
+        "bench_baseline_output": f"{BASELINE_OUTPUT_TOKENS_PER_S:g}",
+        "bench_baseline_core_share": f"{BASELINE_OUTPUT_TOKENS_PER_S / per_core:.2f}",
+    }
+
+
 myst_substitutions = {
     "vllm_ascend_version": _release.tag,
     "vllm_version": _release.vllm,
@@ -123,6 +156,7 @@ myst_substitutions = {
     "visible_devices_env": hardware.VISIBLE_DEVICES_ENV_VAR,
     "noset_visible_devices_env": hardware.NOSET_VISIBLE_DEVICES_ENV_VAR,
     "pin_table": _pin_table(),
+    **_bench_figures(),
     # The loads and bounds tests/resilience asserts, as docs/troubleshooting.md states them.
     **{
         f"resilience_{name}": str(value)

@@ -19,7 +19,7 @@ class SweepError(ValueError):
     """Bad sweep input: the message names the flag and the fix."""
 
 
-class LoadPoint(BaseModel, frozen=True):
+class LoadPoint(BaseModel, frozen=True, ser_json_inf_nan="constants"):
     """One ``vllm bench serve`` run: how many clients, how fast, how long each request is."""
 
     concurrency: int

@@ -159,3 +159,13 @@ def test_the_streaming_mock_streams_what_vllm_bench_serve_counts() -> None:
     assert contents == ["", MOCK_TOKEN, MOCK_TOKEN, MOCK_TOKEN]
     assert chunks[-2]["choices"][0]["finish_reason"] == "length"
     assert chunks[-1]["usage"]["completion_tokens"] == 3
+
+
+def test_a_points_json_carries_its_derived_figures_and_reads_back() -> None:
+    point = CapacityPoint(
+        concurrency=8, round=0, result=_result(8, 6400.0), serve_cpu_s=15.0, wall_s=10.0
+    )
+    dumped = point.model_dump(mode="json")
+    assert dumped["cores_used"] == pytest.approx(1.5)
+    assert dumped["output_tokens_per_core_s"] == pytest.approx(6400 / 1.5)
+    assert CapacityPoint.model_validate(dumped) == point

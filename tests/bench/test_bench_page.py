@@ -46,3 +46,25 @@ def test_the_page_serves_what_the_compose_file_serves_but_the_swept_flags() -> N
 
     assert page.model == compose.model == MODEL_PATH
     assert list(page) == [option for option in compose if option[0] not in SWEPT]
+
+
+STATIC = ROOT / "docs" / "_static" / "bench"
+
+
+def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None:
+    import json
+
+    from ray_serve_npu_tooling.bench.capacity import CapacityPoint, capacity_table
+
+    points = [
+        CapacityPoint.model_validate(p) for p in json.loads((STATIC / "capacity.json").read_text())
+    ]
+    comparison = (STATIC / "comparison.md").read_text()
+    assert comparison.startswith("Fake-NPU tier, ")
+    # The capacity table the page shows is the one the run's points give.
+    assert f"## Request path, mock engine\n\n{capacity_table(points)}" in comparison
+    for section in ("## unpaced", "## npu-paced"):
+        assert f"\n{section}\n" in comparison
+    page = PAGE.read_text()
+    for image in ("unpaced.png", "npu-paced.png"):
+        assert f"_static/bench/{image}" in page and (STATIC / image).is_file()

@@ -70,3 +70,10 @@ def test_results_survive_a_json_round_trip(tmp_path) -> None:
     results = [PointResult.from_vllm(POINT, "cmd", vllm_result())]
     write_json(results, tmp_path / "results.json")
     assert read_json(tmp_path / "results.json") == results
+
+
+def test_a_point_sent_as_fast_as_the_clients_allow_survives_pydantics_json() -> None:
+    point = LoadPoint(
+        concurrency=8, request_rate=float("inf"), input_len=8, output_len=8, num_prompts=8
+    )
+    assert LoadPoint.model_validate_json(point.model_dump_json()) == point

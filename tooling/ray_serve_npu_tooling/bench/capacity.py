@@ -22,7 +22,7 @@ import psutil
 from bench.config import SweepConfig
 from bench.results import PointResult
 from bench.runner import run_point
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 #: Ray names its worker processes after what they run (``ray::ServeReplica:app:...``).
 SERVE_PATH_PROCESSES = ("ray::ProxyActor", "ray::ServeReplica:")
@@ -53,7 +53,10 @@ def serve_path_cpu_seconds(processes: Iterable[psutil.Process] | None = None) ->
 
 
 class CapacityPoint(BaseModel):
-    """One load point against the mock: what the path carried and the CPU it used."""
+    """One load point against the mock: what the path carried and the CPU it used.
+
+    Its JSON carries the derived figures too, for the pages that read a run.
+    """
 
     concurrency: int
     round: int
@@ -62,14 +65,17 @@ class CapacityPoint(BaseModel):
     serve_cpu_s: float
     wall_s: float
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cores_used(self) -> float:
         return self.serve_cpu_s / self.wall_s if self.wall_s else 0.0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def output_tokens_per_core_s(self) -> float:
         return self.result.output_tokens_per_s / self.cores_used if self.cores_used else 0.0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cpu_ms_per_request(self) -> float:
         completed = self.result.completed
