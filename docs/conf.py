@@ -111,10 +111,11 @@ def _bench_figures() -> dict[str, str]:
     def median(level: int, read: object) -> float:
         return statistics.median(read(p) for p in points if p["concurrency"] == level)  # type: ignore[operator]
 
-    per_core = median(levels[-1], lambda p: p["output_tokens_per_core_s"])
+    per_core = median(levels[-1], lambda p: p["output_tokens_per_cpu_s"])
     ttft = median(levels[0], lambda p: p["result"]["latency_ms"]["ttft"]["p50"])
     cpu_ms = median(levels[0], lambda p: p["cpu_ms_per_request"])
     return {
+        "bench_rounds": str(len({point["round"] for point in points})),
         "bench_path_top_concurrency": str(levels[-1]),
         "bench_path_tokens_per_core": f"{per_core:.0f}",
         "bench_path_ttft_ms": f"{ttft:.0f}",

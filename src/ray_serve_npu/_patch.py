@@ -15,6 +15,7 @@ only the ingress is patched.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, Any, Optional, Union, get_args
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from ray_serve_npu import accelerators as npu
 from ray_serve_npu import ingress, streams
+from ray_serve_npu.fake_npu.tier import DRY_RUN_MODEL_ENV_VAR
 
 
 def _widened_accelerator_union(ray_union: Any) -> Any:
@@ -184,11 +186,12 @@ def _patch_llm_server_for_fake_tier(module: ModuleType) -> None:
 
     @functools.wraps(ray_get_options)
     def get_deployment_options(cls: type, llm_config: Any) -> dict[str, Any]:
-        # Imported here: the adapter reads vLLM's argument tables, which only the
-        # fake tier needs.
-        from ray_serve_npu.fake_npu.adapter import adapt_deployed_config
+        if os.environ.get(DRY_RUN_MODEL_ENV_VAR):
+            # Imported here: the adapter reads vLLM's argument tables and the
+            # checker's data, which a deployment off the fake tier never needs.
+            from ray_serve_npu.fake_npu.adapter import adapt_deployed_config
 
-        adapt_deployed_config(llm_config)
+            adapt_deployed_config(llm_config)
         return ray_get_options(cls, llm_config)
 
     server_cls.get_deployment_options = classmethod(get_deployment_options)

@@ -1,7 +1,7 @@
 """The request path's capacity: the arithmetic, the table, and which processes count.
 
-The live measurement (Serve in front of the streaming mock engine) is in
-test_bench_capacity_live.py.
+The live measurement, Serve in front of the streaming mock engine, is ``nox -s bench``'s
+(not part of the suite); it stops when no Serve process is found to read the CPU of.
 """
 
 from __future__ import annotations
@@ -36,17 +36,21 @@ def _result(concurrency: int, tokens_per_s: float, completed: int = 100) -> Poin
         completed=completed,
         requests_per_s=tokens_per_s / 64,
         output_tokens_per_s=tokens_per_s,
+        duration_s=10.0,
         latency_ms={"ttft": {"p50": 4.0}, "e2el": {"p50": 40.0}},
     )
 
 
-def test_a_point_counts_output_per_serve_core_and_cpu_per_request() -> None:
-    point = CapacityPoint(
-        concurrency=8, round=0, result=_result(8, 6400.0), serve_cpu_s=15.0, wall_s=10.0
-    )
+def test_a_point_counts_output_per_serve_cpu_second_and_cpu_per_request() -> None:
+    # vLLM measured 6400 tok/s over 5 s of a point that took 10 s of wall time (the
+    # tokenizer, the ready check and the results around it) and 15 Serve CPU-seconds.
+    result = _result(8, 6400.0).model_copy(update={"duration_s": 5.0})
+    point = CapacityPoint(concurrency=8, round=0, result=result, serve_cpu_s=15.0, wall_s=10.0)
     assert point.cores_used == pytest.approx(1.5)
-    assert point.output_tokens_per_core_s == pytest.approx(6400 / 1.5)
-    assert point.cpu_ms_per_request == pytest.approx(150.0)
+    # The 32000 tokens of the measured window, over all the CPU the point took.
+    assert point.output_tokens_per_cpu_s == pytest.approx(32000 / 15)
+    # The ready check is a request too.
+    assert point.cpu_ms_per_request == pytest.approx(15000 / 101)
 
 
 def test_the_table_gives_each_concurrency_its_median_and_range() -> None:
@@ -56,7 +60,8 @@ def test_the_table_gives_each_concurrency_its_median_and_range() -> None:
     ]
     table = capacity_table(points)
     assert "| 8 | 100.0 (93.8-109.4) | 6400 (6000-7000) | 1.20 (1.00-1.40) " in table
-    assert "| 5333 (5000-6000) | 120.0 (100.0-140.0) | 4.0 (4.0-4.0) | 40.0 (40.0-40.0) |" in table
+    # _result's window is 10 s, as long as the point.
+    assert "| 5333 (5000-6000) | 118.8 (99.0-138.6) | 4.0 (4.0-4.0) | 40.0 (40.0-40.0) |" in table
 
 
 class _Process:
@@ -85,6 +90,8 @@ def test_the_serve_path_is_its_proxy_and_replicas_only() -> None:
         _Process("ray::ProxyActor", 9.0, 9.0, gone=True),
     ]
     assert serve_path_cpu_seconds(processes) == pytest.approx(7.5)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="the request path's CPU time can't be read"):
+        serve_path_cpu_seconds(processes[3:])  # type: ignore[arg-type]
 
 
 def test_the_mock_engine_replaces_vllms_and_keeps_the_apps_environment() -> None:
@@ -167,5 +174,5 @@ def test_a_points_json_carries_its_derived_figures_and_reads_back() -> None:
     )
     dumped = point.model_dump(mode="json")
     assert dumped["cores_used"] == pytest.approx(1.5)
-    assert dumped["output_tokens_per_core_s"] == pytest.approx(6400 / 1.5)
+    assert dumped["output_tokens_per_cpu_s"] == pytest.approx(64000 / 15)
     assert CapacityPoint.model_validate(dumped) == point

@@ -114,3 +114,10 @@ def test_verdict_needs_every_round_on_one_side() -> None:
     assert verdict([1.1, 1.2]) == "faster every round"
     assert verdict([0.9, 0.8]) == "slower every round"
     assert verdict([0.9, 1.2]) == verdict([1.0, 1.1]) == "within noise"
+
+
+def test_two_apps_cannot_both_take_the_root_route() -> None:
+    from ray_serve_npu_tooling.serve_apps import run_apps
+
+    with pytest.raises(ValueError, match="prefixed=False serves one app at /, not 2"):
+        run_apps({"a": {}, "b": {}}, host="127.0.0.1", port=1, prefixed=False)

@@ -66,5 +66,8 @@ def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None
     for section in ("## unpaced", "## npu-paced"):
         assert f"\n{section}\n" in comparison
     page = PAGE.read_text()
+    # The page's command is the one that made the run.
+    rounds = len({point.round for point in points})
+    assert f"nox -s bench -- --rounds {rounds}\n" in page
     for image in ("unpaced.png", "npu-paced.png"):
         assert f"_static/bench/{image}" in page and (STATIC / image).is_file()

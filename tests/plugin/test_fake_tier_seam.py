@@ -22,7 +22,7 @@ from ray.serve.llm import build_dp_openai_app as ray_build_dp_openai_app
 from ray.serve.llm import build_openai_app as ray_build_openai_app
 
 import ray_serve_npu
-from ray_serve_npu.fake_npu.adapter import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
+from ray_serve_npu.fake_npu.tier import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
 
 TINY = Path("/tmp/rsn-seam/tiny-llama")
 TINY_MOE = Path("/tmp/rsn-seam/tiny-mixtral")
@@ -124,3 +124,23 @@ def test_a_config_deployed_twice_is_adapted_once(
     options = LLMServer.get_deployment_options(config)
     assert not [r for r in caplog.records if "fake-npu tier" in r.getMessage()]
     assert sum(b.get("NPU", 0) for b in options["placement_group_bundles"]) == 1
+
+
+def test_a_config_that_loads_from_a_bucket_gets_the_tiny_model_too(
+    no_ray: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, str(TINY) + "/")
+    config = LLMConfig(
+        model_loading_config={
+            "model_id": "deepseek-v4-flash",
+            "model_source": {"bucket_uri": "s3://weights/DeepSeek-V4-Flash-w8a8-mtp"},
+        },
+        accelerator_config={"kind": "npu"},
+        engine_kwargs={"tensor_parallel_size": 8},
+    )
+    LLMServer.get_deployment_options(config)
+    assert config.model_loading_config.model_source == str(TINY)
+    # Adapted once: the tiny model's path, written with a trailing slash, is the same path.
+    before = config.model_dump()
+    LLMServer.get_deployment_options(config)
+    assert config.model_dump() == before

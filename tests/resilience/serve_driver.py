@@ -39,7 +39,7 @@ def deploy(settings_file: Path, port: int, app_name: str) -> dict[str, object]:
 
     ``settings_file`` is JSON: ``recipe``, ``model_dir``, ``engine_kwargs`` and ``env_vars``.
     """
-    from ray_serve_npu import build_openai_app
+    from ray_serve_npu_tooling.serve_apps import run_apps
 
     # Before the recipe runs: Serve's proxy must never take the pages' port 8000.
     serve.start(http_options={"host": "127.0.0.1", "port": port})
@@ -51,7 +51,7 @@ def deploy(settings_file: Path, port: int, app_name: str) -> dict[str, object]:
         settings["env_vars"],
     )
     started = time.monotonic()
-    serve.run(build_openai_app({"llm_configs": [llm_config]}), name=app_name, blocking=False)
+    run_apps({app_name: {"llm_configs": [llm_config]}}, host="127.0.0.1", port=port, prefixed=False)
     return {
         "app": app_name,
         "ready_s": round(time.monotonic() - started, 1),

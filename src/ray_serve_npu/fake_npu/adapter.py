@@ -21,19 +21,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.check.vllm_args import engine_fields, serve_flags, suggest
+from ray_serve_npu.fake_npu.tier import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
 from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")
 
-#: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
-#: directory: each ``LLMConfig`` deployed in that process is then served in its
-#: fake-tier variant (:func:`adapt_deployed_config`), every change logged.
-DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
-#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
-#: directory, which the fake tier serves for data-parallel configs (vLLM refuses
-#: data parallel for a dense model).
-DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
 
 #: The tiny model's context (``TinyModelSpec.max_position_embeddings`` allows more;
 #: this keeps the CPU KV cache small).
@@ -469,7 +462,9 @@ def adapt_deployed_config(llm_config: BaseModel) -> None:
         return
     moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)
     source = (llm_config.model_dump().get("model_loading_config") or {}).get("model_source")
-    if source in {model, moe_model} - {None}:
+    # A cloud source (bucket_uri) is a mapping; a tiny model is a local directory.
+    tiny = {Path(path) for path in (model, moe_model) if path}
+    if isinstance(source, str) and Path(source) in tiny:
         return
     fields, changes = adapt_llm_config(
         llm_config, Path(model), moe_model_dir=Path(moe_model) if moe_model else None

@@ -248,7 +248,7 @@ class FakeNPUCluster:
 
     def stop(self) -> None:
         """Stop every node (workers first), then check that nothing of the cluster is left."""
-        tracked = self._process_trees()
+        tracked = self.processes()
         for process in reversed(self._node_processes):
             _stop_process_group(process)
         self._node_processes.clear()
@@ -267,7 +267,7 @@ class FakeNPUCluster:
                 )
             )
 
-    def _process_trees(self) -> list[psutil.Process]:
+    def processes(self) -> list[psutil.Process]:
         """The node processes and everything they started: Ray's daemons, workers, engines."""
         tracked = []
         for node in self._node_processes:

@@ -23,6 +23,14 @@ MODEL_PATH_ENV_VAR = "MODEL_PATH"
 #: The API key the pages' servers require and their clients send (the variable
 #: OpenAI's clients read). Each tier sets a fresh one, as a reader exports theirs.
 CLIENT_API_KEY_ENV_VAR = "OPENAI_API_KEY"
+#: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier to a tiny model's
+#: directory: each ``LLMConfig`` deployed in that process is then served in its
+#: fake-tier variant (:func:`ray_serve_npu.fake_npu.adapter.adapt_deployed_config`).
+DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
+#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR` to a tiny mixture-of-experts model's
+#: directory, which the fake tier serves for data-parallel configs (vLLM refuses
+#: data parallel for a dense model).
+DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
 #: Ray's switch for token authentication (``ray/_private/authentication/``). Both
 #: tiers run Ray with ``token``, as the pages tell readers to.
 RAY_AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"

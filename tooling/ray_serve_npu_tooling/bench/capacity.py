@@ -6,8 +6,8 @@ costs is the request path's: Serve's HTTP proxy, the OpenAI ingress replica and 
 ``LLMServer`` replica, deployed as the recipe's app (as the fake tier adapts it) on
 a fake cluster of one node. ``vllm bench serve`` drives them from this process, on
 the same cores, so the harness also reads the CPU time those Serve processes used
-during each point (from ``/proc``, with psutil): the path's throughput per core it
-used is what carries over to a host with more cores.
+during each point (from ``/proc``, with psutil): output tokens per CPU second of
+those processes is what carries over to a host with more cores.
 """
 
 from __future__ import annotations
@@ -38,17 +38,27 @@ def with_mock_engine(fields: dict[str, Any]) -> dict[str, Any]:
     return {**fields, "runtime_env": {**runtime_env, "env_vars": env_vars}}
 
 
-def serve_path_cpu_seconds(processes: Iterable[psutil.Process] | None = None) -> float:
-    """User and system CPU seconds used so far by the Serve processes of the request path."""
-    total = 0.0
-    for process in psutil.process_iter() if processes is None else processes:
+def serve_path_cpu_seconds(processes: Iterable[psutil.Process]) -> float:
+    """User and system CPU seconds used so far by the Serve processes of the request path
+    among ``processes`` (a cluster's: :meth:`FakeNPUCluster.processes`).
+
+    Raises RuntimeError where none is there: a point's CPU would read as zero.
+    """
+    total, found = 0.0, 0
+    for process in processes:
         try:
             title = " ".join(process.cmdline()[:1])
             if title.startswith(SERVE_PATH_PROCESSES):
                 times = process.cpu_times()
                 total += times.user + times.system
+                found += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+    if not found:
+        raise RuntimeError(
+            f"no process of the cluster is titled {' or '.join(SERVE_PATH_PROCESSES)}: "
+            "the request path's CPU time can't be read"
+        )
     return total
 
 
@@ -68,18 +78,25 @@ class CapacityPoint(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cores_used(self) -> float:
+        """The Serve processes' CPU time over the point's wall time: cores kept busy."""
         return self.serve_cpu_s / self.wall_s if self.wall_s else 0.0
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def output_tokens_per_core_s(self) -> float:
-        return self.result.output_tokens_per_s / self.cores_used if self.cores_used else 0.0
+    def output_tokens_per_cpu_s(self) -> float:
+        """Output tokens per CPU second of the Serve processes: per core they keep busy.
+
+        The tokens are those of vLLM's measured window; the CPU time also covers
+        what runs around it (its ready check, one request), so this errs low.
+        """
+        tokens = self.result.output_tokens_per_s * self.result.duration_s
+        return tokens / self.serve_cpu_s if self.serve_cpu_s else 0.0
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cpu_ms_per_request(self) -> float:
-        completed = self.result.completed
-        return 1000 * self.serve_cpu_s / completed if completed else 0.0
+        """Serve CPU milliseconds per request, counting ``vllm bench serve``'s ready check."""
+        return 1000 * self.serve_cpu_s / (self.result.completed + 1)
 
 
 def measure_capacity(
@@ -87,7 +104,7 @@ def measure_capacity(
     concurrency: Sequence[int],
     rounds: int,
     workdir: Path,
-    cpu_seconds: Callable[[], float] = serve_path_cpu_seconds,
+    cpu_seconds: Callable[[], float],
 ) -> list[CapacityPoint]:
     """Rounds of every concurrency against the mock, each with the Serve CPU it used."""
     points = []
@@ -127,7 +144,7 @@ def capacity_table(points: Sequence[CapacityPoint]) -> str:
         "median (range over the rounds):",
         "",
         "| concurrency | requests/s | output tok/s | Serve CPU cores used "
-        "| output tok/s per Serve core | Serve CPU ms per request | TTFT p50 (ms) "
+        "| output tokens per Serve CPU-second | Serve CPU ms per request | TTFT p50 (ms) "
         "| request latency p50 (ms) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -137,7 +154,7 @@ def capacity_table(points: Sequence[CapacityPoint]) -> str:
             f"| {level} | {_median_cell([p.result.requests_per_s for p in at], 1)} "
             f"| {_median_cell([p.result.output_tokens_per_s for p in at])} "
             f"| {_median_cell([p.cores_used for p in at], 2)} "
-            f"| {_median_cell([p.output_tokens_per_core_s for p in at])} "
+            f"| {_median_cell([p.output_tokens_per_cpu_s for p in at])} "
             f"| {_median_cell([p.cpu_ms_per_request for p in at], 1)} "
             f"| {_median_cell([p.result.latency('ttft') for p in at], 1)} "
             f"| {_median_cell([p.result.latency('e2el') for p in at], 1)} |"

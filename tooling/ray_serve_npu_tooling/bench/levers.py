@@ -30,6 +30,8 @@ from typing import Any, Literal
 import bench
 from pydantic import BaseModel
 
+from ray_serve_npu_tooling.serve_apps import run_apps
+
 from .compare import Comparison, KindComparison, ratio_cell
 
 DEFAULT = "default"
@@ -201,24 +203,6 @@ def deploy(
                 f"see {workdir / f'{stem}.log'}"
             )
         urls |= json.loads(out_file.read_text())
-    return urls
-
-
-def run_apps(apps: Mapping[str, Mapping[str, Any]], *, host: str, port: int) -> dict[str, str]:
-    """Start Serve's HTTP proxy on ``host:port`` and run each app under ``/<name>``.
-
-    Each app is ``build_openai_app``'s argument; the driver must be connected to the
-    cluster. Returns each app's base URL.
-    """
-    from ray import serve
-
-    from ray_serve_npu import build_openai_app
-
-    serve.start(http_options={"host": host, "port": port})
-    urls = {}
-    for name, args in apps.items():
-        serve.run(build_openai_app(dict(args)), name=name, route_prefix=f"/{name}", blocking=False)
-        urls[name] = f"http://{host}:{port}/{name}"
     return urls
 
 

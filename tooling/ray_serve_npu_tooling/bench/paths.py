@@ -50,8 +50,14 @@ from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
+from ray_serve_npu_tooling.serve_apps import run_apps
 
-from .capacity import capacity_table, measure_capacity, with_mock_engine
+from .capacity import (
+    capacity_table,
+    measure_capacity,
+    serve_path_cpu_seconds,
+    with_mock_engine,
+)
 from .compare import (
     DIRECT,
     SERVE_GPU,
@@ -70,7 +76,6 @@ from .levers import (
     deploy,
     haproxy_env,
     lever_table,
-    run_apps,
     select_levers,
 )
 
@@ -230,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ray_serve_npu_tooling.bench.paths", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--out-dir", type=Path, default=Path("bench-fake-tier"))
+    parser.add_argument("--out-dir", type=Path, default=Path("build") / "bench")
     parser.add_argument("--rounds", type=int, default=BenchSettings().rounds)
     # Which Serve app deploys first changed the npu/gpu ratios more than the kind
     # did; run both orders to tell the two apart (docs/benchmarks.md).
@@ -264,17 +269,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := sorted(set(args.regimes) - set(REGIMES)):
         parser.error(f"--regimes: unknown {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
     settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
-    out = args.out_dir.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    model_dir = tiny_model(out)
-    fields = recipe_fields(model_dir)
+    levers = None
     if args.levers is not None:
         names = list(LEVERS) if args.levers == ["all"] else args.levers
         try:
             levers = select_levers(names)
         except LeverError as error:
             parser.error(str(error))
+    # Only now that the arguments hold: the output and the tiny model.
+    out = args.out_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    model_dir = tiny_model(out)
+    fields = recipe_fields(model_dir)
+    if levers is not None:
         return measure_levers(levers, fields, model_dir, settings, out, started)
     with (
         fake_npu_cluster([BENCH_NODE]) as cluster,
@@ -285,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port = free_port()
         sections = [provenance()]
         if not args.no_capacity:
-            sections.append(request_path_capacity(fields, model_dir, settings, out, port))
+            sections.append(request_path_capacity(cluster, fields, model_dir, settings, out, port))
         for regime in args.regimes:
             regime_fields = paced(fields) if regime == NPU_PACED else fields
             regime_settings = settings
@@ -309,7 +317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def request_path_capacity(
-    fields: dict[str, Any], model_dir: Path, settings: BenchSettings, out: Path, port: int
+    cluster: FakeNPUCluster,
+    fields: dict[str, Any],
+    model_dir: Path,
+    settings: BenchSettings,
+    out: Path,
+    port: int,
 ) -> str:
     """The recipe's app with the streaming mock engine: what Serve's path carries alone."""
     from ray import serve
@@ -324,12 +337,11 @@ def request_path_capacity(
             settings.capacity_concurrency,
             settings.rounds,
             out / "capacity",
+            cpu_seconds=lambda: serve_path_cpu_seconds(cluster.processes()),
         )
     finally:
         serve.delete(MOCK)
-    (out / "capacity.json").write_text(
-        "[\n" + ",\n".join(p.model_dump_json() for p in points) + "\n]\n"
-    )
+    write_models(points, out / "capacity.json")
     return f"## Request path, mock engine\n\n{capacity_table(points)}"
 
 
@@ -359,9 +371,7 @@ def compare_paths(
             for name in apps:
                 serve.delete(name)
     write_json(results, workdir / "points.json")
-    (workdir / "comparison.json").write_text(
-        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
-    )
+    write_models(comparisons, workdir / "comparison.json")
     plot = plot_comparison(comparisons, workdir / "comparison.png")
     return (
         f"## {regime}\n\nServe apps deployed in this order: {', '.join(apps)}. "
@@ -405,14 +415,17 @@ def measure_levers(
         print(f"ready after {time.monotonic() - started:.0f} s: {urls}", flush=True)
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")
-    (out / "levers.json").write_text(
-        "[\n" + ",\n".join(c.model_dump_json() for c in comparisons) + "\n]\n"
-    )
+    write_models(comparisons, out / "levers.json")
     table = f"{provenance()}\n\n{lever_table(comparisons)}"
     (out / "levers.md").write_text(table)
     print(table)
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
+
+
+def write_models(models: Sequence[BaseModel], path: Path) -> None:
+    """A JSON list of ``models``, one per line."""
+    path.write_text("[\n" + ",\n".join(m.model_dump_json() for m in models) + "\n]\n")
 
 
 def provenance() -> str:
