@@ -435,8 +435,8 @@ def recipe_fields(
 ) -> dict[str, Any]:
     """A recipe's ``llm_config`` as the fake tier serves it: its adapted fields.
 
-    The recipe runs as a module, not as a script, so it builds its config and
-    serves nothing.
+    The recipe runs as a module, not as a script: the site's recipes serve only
+    under ``if __name__ == "__main__":``, so they build their config and stop.
     """
     namespace = runpy.run_path(str(recipe))
     if "llm_config" not in namespace:
