@@ -53,7 +53,11 @@ ray = sorted(m for m in sys.modules if m == "ray" or m.startswith("ray."))
 patched = [m for m in ray if getattr(sys.modules[m], {ray_serve_npu_autoload._PATCHED!r}, False)]
 print(json.dumps({{"ray": ray, "patched": patched}}))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # The benchmark harness runs from recipes/, where the reader's sweep tool is `bench`.
+    cwd = ROOT / "recipes" if module.startswith("ray_serve_npu_tooling.bench") else None
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
