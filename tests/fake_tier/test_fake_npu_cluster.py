@@ -32,7 +32,7 @@ def test_fake_npu_cluster_of_two_nodes_on_loopback_leaves_nothing_behind() -> No
             check=True,
         )
         nodes = json.loads(probe.stdout.splitlines()[-1])
-        processes = cluster._process_trees()
+        processes = cluster.processes()
         gcs = (cluster.node_ip(0), cluster.gcs_port)
     addresses = [address for address, _ in nodes]
     assert all(address.startswith("127.") for address in addresses)
