@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -319,10 +319,15 @@ def _options_length(body: tuple[str, ...]) -> int:
     return count
 
 
-def _yaml_options(block: tuple[str, ...]) -> dict[object, object] | None:
-    """The mapping a ``---`` options block loads as; None if it is no mapping."""
+def _yaml_options(block: Sequence[str]) -> dict[object, object] | None:
+    """The mapping an options block loads as; None if it is no mapping.
+
+    myst-parser reads both kinds of options block as a YAML subset whose values are
+    all strings, quotes taken off and ``#`` comments dropped
+    (``myst_parser/parsers/options.py``); PyYAML's ``BaseLoader`` reads them alike.
+    """
     try:
-        loaded = yaml.safe_load("\n".join(block))
+        loaded = yaml.load("\n".join(block), Loader=yaml.BaseLoader)  # noqa: S506 - strings only
     except yaml.YAMLError:
         return None
     return loaded if isinstance(loaded, dict) else None
@@ -334,12 +339,19 @@ def _options(body: tuple[str, ...], first_line: int) -> tuple[Option, ...]:
     if length and body[0].strip() == "---":
         loaded = _yaml_options(body[1 : length - 1]) or {}
         return tuple(
-            Option(str(key), "" if value is None else str(value), first_line + _key_line(body, key))
+            Option(str(key), str(value), first_line + _key_line(body, key))
             for key, value in loaded.items()
         )
     found = [_OPTION.match(line) for line in body[:length]]
+    # A ":name: value" block is YAML too, each line's colon taken off; where it is
+    # not valid YAML (Sphinx warns), the values are the lines' text.
+    loaded = _yaml_options([line.lstrip()[1:] for line in body[:length]]) or {}
     return tuple(
-        Option(match["key"], match["value"] or "", first_line + index)
+        Option(
+            match["key"],
+            str(loaded.get(match["key"], match["value"] or "")),
+            first_line + index,
+        )
         for index, match in enumerate(found)
         if match
     )

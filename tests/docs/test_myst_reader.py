@@ -18,6 +18,7 @@ import pytest
 from docutils import nodes
 from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
+from myst_parser.parsers.options import options_to_items
 from ray_serve_npu_tooling.docs.pages import read_page
 from ray_serve_npu_tooling.docs.style import shell_prompts
 from ray_serve_npu_tooling.harness.fences import find_fences
@@ -188,3 +189,25 @@ def test_directive_options_in_yaml_form_are_read_with_their_lines() -> None:
     # A block that is no mapping is content, which the harness refuses for literalinclude.
     (bad,) = myst.fences("```{literalinclude} serve.py\n---\n- a list\n---\n```\n")
     assert (bad.options, bad.content) == ((), ("---", "- a list", "---"))
+
+
+#: Option values written every way myst-parser accepts: quoted, with a comment,
+#: empty, with spaces and punctuation.
+OPTION_LINES = (
+    ':start-at: "## unpaced"',
+    ":end-before: '# __serve_end__'",
+    ":start-after: __a__  # where the example starts",
+    ":linenos:",
+    ":caption: The app, part 1",
+    ":lines: 1-3, 5",
+)
+
+
+@pytest.mark.parametrize("style", ["colon", "yaml"])
+def test_directive_option_values_are_the_ones_myst_parser_reads(style: str) -> None:
+    block = "\n".join(line[1:] for line in OPTION_LINES)
+    body = "\n".join(OPTION_LINES) if style == "colon" else f"---\n{block}\n---"
+    (fence,) = myst.fences(f"```{{literalinclude}} serve.py\n{body}\n```\n")
+    items, _ = options_to_items(block)
+    assert [(o.name, o.value) for o in fence.options] == items
+    assert dict(items)["start-at"] == "## unpaced"
