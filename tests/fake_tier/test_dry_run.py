@@ -6,8 +6,11 @@ Ctrl+C) is test_fake_npu_end_to_end.py, whose requests share that one run.
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
+import threading
+import time
 import urllib.error
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from ray_serve_npu.cli import main
 from ray_serve_npu.fake_npu.dry_run import (
     CHAT_LINE_END,
     DryRunProcess,
+    ask,
     command_for,
     engine_devices,
     fake_tier_changes,
@@ -180,3 +184,38 @@ def test_dry_run_says_in_one_line_what_went_wrong_after_it_started(
     assert main(["dry-run", str(ROOT / "recipes" / "serve_npu.py")]) == code
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("ray-serve-npu dry-run: ") and says in line
+
+
+class _ModelsButNoAnswers(http.server.BaseHTTPRequestHandler):
+    """Lists a model at once and never answers a chat in time: Ray Serve LLM's ingress
+    is up while the engine behind it is not."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = json.dumps({"data": [{"id": "deepseek-v4-flash"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:  # noqa: N802
+        time.sleep(3)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_check_request_without_answer_gets_the_paragraph_not_a_socket_traceback() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelsButNoAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    log = "(ServeReplica:app:LLMServer pid=7) FileNotFoundError: /models/DeepSeek-V4-Flash\n"
+    try:
+        with pytest.raises(ServerNotReady) as raised:
+            ask(base_url, "key", lambda: log, timeout_s=0.5)
+    finally:
+        server.shutdown()
+    failure = raised.value
+    assert failure.what == (
+        f"it answered at {base_url}, but its check request got no answer (timed out) within 0.5 s"
+    )
+    assert failure.error == "FileNotFoundError: /models/DeepSeek-V4-Flash"

@@ -118,11 +118,18 @@ class FakeNPUCluster:
     """Start with :meth:`start`, stop with :meth:`stop` (or use :func:`fake_npu_cluster`)."""
 
     def __init__(
-        self, nodes: Sequence[FakeNode] = (FakeNode(),), *, startup_timeout_s: float = 120
+        self,
+        nodes: Sequence[FakeNode] = (FakeNode(),),
+        *,
+        startup_timeout_s: float = 120,
+        node_env: Mapping[str, str] | None = None,
     ):
         if not nodes:
             raise ValueError("nodes: give at least one FakeNode (the head).")
         self.nodes = list(nodes)
+        #: Set in every node's environment, so in every process Ray starts there
+        #: (Serve's controller builds a Serve config's app in such a process).
+        self.node_env = dict(node_env or {})
         self.startup_timeout_s = startup_timeout_s
         # Ray's socket paths must stay under about 100 characters.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rsn-", dir="/tmp"))
@@ -201,7 +208,7 @@ class FakeNPUCluster:
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **self.env(), "RAY_ADDRESS": ""},
+            env={**os.environ, **self.env(), **self.node_env, "RAY_ADDRESS": ""},
             start_new_session=True,  # its own process group, killed as one
         )
 
@@ -267,6 +274,11 @@ class FakeNPUCluster:
                 )
             )
 
+    def worker_logs(self) -> str:
+        """What the processes Ray started on the nodes printed (``session_latest/logs``)."""
+        logs = sorted((self.temp_dir / "session_latest" / "logs").glob("worker-*"))
+        return "\n".join(log.read_text(errors="replace") for log in logs)
+
     def processes(self) -> list[psutil.Process]:
         """The node processes and everything they started: Ray's daemons, workers, engines."""
         tracked = []
@@ -319,9 +331,11 @@ def _stop_process_group(process: subprocess.Popen[bytes], timeout_s: float = 60)
 
 
 @contextmanager
-def fake_npu_cluster(nodes: Sequence[FakeNode] = (FakeNode(),)) -> Iterator[FakeNPUCluster]:
+def fake_npu_cluster(
+    nodes: Sequence[FakeNode] = (FakeNode(),), *, node_env: Mapping[str, str] | None = None
+) -> Iterator[FakeNPUCluster]:
     """A started :class:`FakeNPUCluster`, stopped (and checked) on exit, also on error."""
-    cluster = FakeNPUCluster(nodes).start()
+    cluster = FakeNPUCluster(nodes, node_env=node_env).start()
     try:
         yield cluster
     finally:

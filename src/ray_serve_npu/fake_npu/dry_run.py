@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +139,14 @@ def engine_devices(record_dir: Path) -> list[str]:
     ]
 
 
-def _get_json(base_url: str, path: str, api_key: str, body: dict[str, object] | None = None) -> Any:
+#: How long the check requests may take. The tiny model answers in a second once its
+#: engine is up; the server answered /v1/models before they are sent.
+CHECK_TIMEOUT_S = 120
+
+
+def _get_json(
+    base_url: str, path: str, api_key: str, body: dict[str, object] | None, timeout_s: float
+) -> Any:
     """GET (or POST ``body`` to) ``path``, with the tier's API key, as the pages' clients send
     it: a Compose service requires it (``VLLM_API_KEY`` from ``OPENAI_API_KEY``)."""
     request = urllib.request.Request(
@@ -147,17 +154,35 @@ def _get_json(base_url: str, path: str, api_key: str, body: dict[str, object] | 
         data=None if body is None else json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
     )
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return json.load(response)
 
 
-def _served_model(base_url: str, api_key: str) -> str:
-    return str(_get_json(base_url, "/v1/models", api_key)["data"][0]["id"])
+def ask(
+    base_url: str, api_key: str, logs: Callable[[], str], timeout_s: float = CHECK_TIMEOUT_S
+) -> tuple[str, dict[str, object]]:
+    """The model the server lists first, and its answer to one chat request.
 
-
-def _chat(base_url: str, model: str, api_key: str) -> dict[str, object]:
-    body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-    return dict(_get_json(base_url, "/v1/chat/completions", api_key, body))
+    A server can list its models before the engine behind them is up (Ray Serve
+    LLM's ingress answers ``/v1/models`` from its configs): a request that then gets
+    no answer raises :class:`ServerNotReady` with ``logs()``, not a socket error.
+    An HTTP error status passes through as ``urllib.error.HTTPError``.
+    """
+    try:
+        models = _get_json(base_url, "/v1/models", api_key, None, timeout_s)
+        model = str(models["data"][0]["id"])
+        body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
+        reply = _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
+    except urllib.error.HTTPError:
+        raise
+    except (TimeoutError, urllib.error.URLError) as failure:
+        reason = failure.reason if isinstance(failure, urllib.error.URLError) else failure
+        raise ServerNotReady(
+            f"it answered at {base_url}, but its check request got no answer ({reason}) "
+            f"within {timeout_s:g} s",
+            logs(),
+        ) from None
+    return model, dict(reply)
 
 
 def _wait_for_stop() -> None:
@@ -240,11 +265,18 @@ def _serve_and_ask(
             print(f"fake-npu tier: {cluster}")
             print(f"fake-npu tier: running `{command}` in {recipe.parent}")
             with tier.serve(command, cwd=recipe.parent, port=args.port) as server:
-                # What the fake tier changed in the recipe, from the server's log.
-                for change in fake_tier_changes(server.logs()):
+                # What the fake tier changed in the recipe: a script's configs are
+                # adapted in its own process, a Serve config's in a task of the cluster's.
+                changes = fake_tier_changes(server.logs()) or fake_tier_changes(
+                    tier.cluster.worker_logs()
+                )
+                for change in changes:
                     print(change)
-                model = _served_model(server.base_url, tier.api_key)
-                reply = _chat(server.base_url, model, tier.api_key)
+                model, reply = ask(
+                    server.base_url,
+                    tier.api_key,
+                    lambda: f"{server.logs()}\n{tier.cluster.worker_logs()}",
+                )
                 print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; {CHAT_LINE_END}")
                 print(json.dumps(reply, indent=2)[:2000])
                 for line in engine_devices(tier.device_record_dir):

@@ -52,6 +52,20 @@ def _compose_file_of(argv: Sequence[str], cwd: Path) -> Path | None:
     return find_compose_file(cwd, named)
 
 
+def device_record_dir(workdir: Path) -> Path:
+    """Where the tier's engine workers record the NPUs Ray gave them."""
+    return workdir / "devices"
+
+
+def adaptation_env(model_dir: Path, moe_model_dir: Path | None, record_dir: Path) -> dict[str, str]:
+    """The variables that make a process deploy each ``LLMConfig`` in its fake-tier variant."""
+    return {
+        DRY_RUN_MODEL_ENV_VAR: str(model_dir),
+        **({DRY_RUN_MOE_MODEL_ENV_VAR: str(moe_model_dir)} if moe_model_dir else {}),
+        DEVICE_RECORD_DIR_ENV_VAR: str(record_dir),
+    }
+
+
 class FakeNPUTier:
     """Implements :class:`ray_serve_npu.fake_npu.tier.Tier` on a :class:`FakeNPUCluster`."""
 
@@ -70,7 +84,7 @@ class FakeNPUTier:
         #: The tiny mixture-of-experts model, for data-parallel configs.
         self.moe_model_dir = moe_model_dir
         self.workdir = workdir
-        self.device_record_dir = workdir / "devices"
+        self.device_record_dir = device_record_dir(workdir)
         self.api_key = fresh_api_key()
 
     def env(self) -> dict[str, str]:
@@ -79,9 +93,7 @@ class FakeNPUTier:
             CLIENT_API_KEY_ENV_VAR: self.api_key,
             # `python` in a block is the interpreter running the tier, with its packages.
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-            DRY_RUN_MODEL_ENV_VAR: str(self.model_dir),
-            **({DRY_RUN_MOE_MODEL_ENV_VAR: str(self.moe_model_dir)} if self.moe_model_dir else {}),
-            DEVICE_RECORD_DIR_ENV_VAR: str(self.device_record_dir),
+            **adaptation_env(self.model_dir, self.moe_model_dir, self.device_record_dir),
         }
 
     def _server_argv(self, command: str, cwd: Path) -> tuple[list[str], dict[str, str]] | None:
@@ -147,5 +159,8 @@ def fake_npu_tier(
     workdir.mkdir(parents=True, exist_ok=True)
     model_dir = tiny_model(workdir)
     moe_model_dir = tiny_model(workdir, TINY_MOE_SPEC)
-    with fake_npu_cluster(nodes) as cluster:
+    # The nodes adapt too: a Serve config's app is built in a task of the cluster's
+    # (Serve's controller runs `build_serve_application`), not in the command's process.
+    node_env = adaptation_env(model_dir, moe_model_dir, device_record_dir(workdir))
+    with fake_npu_cluster(nodes, node_env=node_env) as cluster:
         yield FakeNPUTier(cluster, model_dir, workdir, moe_model_dir)
