@@ -122,6 +122,18 @@ def _bench_figures() -> dict[str, str]:
         "bench_path_cpu_ms_per_request": f"{cpu_ms:.0f}",
         "bench_baseline_output": str(BASELINE_OUTPUT_TOKENS_PER_S),
         "bench_baseline_core_share": f"{BASELINE_OUTPUT_TOKENS_PER_S / per_core:.2f}",
+        **_bench_profile_figures(),
+    }
+
+
+def _bench_profile_figures() -> dict[str, str]:
+    """The figures the page cites from the committed run of ``nox -s bench -- --profile``."""
+    profile = json.loads((DOCS / "_static" / "bench" / "profile" / "profile.json").read_text())
+    # The processes direct vLLM doesn't have: all but the engine's replica.
+    hop = [p for p in profile["processes"] if not p["role"].startswith("LLMServer")]
+    return {
+        "bench_profile_concurrency": str(profile["concurrency"]),
+        "bench_profile_hop_cores": f"{sum(p['cores'] for p in hop):.2f}",
     }
 
 

@@ -71,3 +71,33 @@ def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None
     assert f"nox -s bench -- --rounds {rounds}\n" in page
     for image in ("unpaced.png", "npu-paced.png"):
         assert f"_static/bench/{image}" in page and (STATIC / image).is_file()
+
+
+def test_the_pages_profile_is_one_runs_files_and_its_reading_holds_for_them() -> None:
+    import json
+
+    from ray_serve_npu_tooling.bench.profile import ServePathProfile
+
+    folder = STATIC / "profile"
+    profile = ServePathProfile.model_validate_json((folder / "profile.json").read_text())
+    # The table the page includes is the one the run's JSON gives.
+    assert profile.markdown() in (folder / "profile.md").read_text()
+    page = PAGE.read_text()
+    assert "nox -s bench -- --profile\n" in page
+    roles = {process.role: process for process in profile.processes}
+    # One flame graph a process, each on the page.
+    images = sorted(f.name for f in folder.glob("flame-*.png"))
+    assert len(images) == len(roles) == 3
+    for image in images:
+        assert f"_static/bench/profile/{image}" in page
+    # What the page reads from it: the engine's replica spends most on vLLM's code,
+    # the two processes direct vLLM lacks hardly any.
+    (engine,) = [p for role, p in roles.items() if role.startswith("LLMServer")]
+    assert max(engine.self_by_package, key=engine.self_by_package.get) == "vllm"
+    hops = [p for role, p in roles.items() if not role.startswith("LLMServer")]
+    assert {p.role for p in hops} == {"ProxyActor", "OpenAiIngress"}
+    for process in hops:
+        assert process.self_by_package.get("vllm", 0) < 0.05 * process.samples
+    ingress = roles["OpenAiIngress"].self_by_package
+    assert ingress.get("anyio", 0) and ingress.get("starlette", 0)
+    assert json.loads((folder / "profile.json").read_text())["app"] == "serve-npu"

@@ -78,6 +78,13 @@ from .levers import (
     lever_table,
     select_levers,
 )
+from .profile import (
+    ProfileError,
+    ServePathProfile,
+    flame_graphs,
+    profile_request_path,
+    request_path_processes,
+)
 
 #: recipes/, where the reader's sweep tool (``bench``) lives beside the recipe measured.
 RECIPES = Path(bench.__file__).parents[1]
@@ -175,6 +182,11 @@ class BenchSettings(BaseModel):
     #: 3 s (44 ms a decode step): 16 requests one after the other would take 48 s.
     paced_min_prompts: int = 8
 
+    #: The profile's load: one point, long enough to sample ``profile_seconds`` of it.
+    profile_concurrency: int = 32
+    profile_prompts_per_client: int = 16
+    profile_seconds: int = 10
+
     def num_prompts(self, concurrency: int) -> int:
         return max(self.min_prompts, self.prompts_per_client * concurrency)
 
@@ -255,6 +267,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"which engines to compare the paths with: {', '.join(REGIMES)} (default both)",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: sample with py-spy where the unpaced serve-npu app's request path "
+        "spends its CPU under load",
+    )
+    parser.add_argument(
         "--no-capacity",
         action="store_true",
         help="skip the request path's capacity with the mock engine",
@@ -284,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fields = recipe_fields(model_dir)
     if levers is not None:
         return measure_levers(levers, fields, model_dir, settings, out, started)
+    if args.profile:
+        return profile_serve_npu(fields, model_dir, settings, out / "profile", started)
     with (
         fake_npu_cluster([BENCH_NODE]) as cluster,
         # The Serve apps are deployed from this process.
@@ -343,6 +363,55 @@ def request_path_capacity(
         serve.delete(MOCK)
     write_models(points, out / "capacity.json")
     return f"## Request path, mock engine\n\n{capacity_table(points)}"
+
+
+def profile_serve_npu(
+    fields: dict[str, Any], model_dir: Path, settings: BenchSettings, out: Path, started: float
+) -> int:
+    """The unpaced serve-npu app under one load point, its request path sampled by py-spy."""
+    from ray import serve
+
+    model = fields["model_loading_config"]["model_id"]
+    level = settings.profile_concurrency
+    load = settings.model_copy(update={"prompts_per_client": settings.profile_prompts_per_client})
+    with (
+        fake_npu_cluster([BENCH_NODE]) as cluster,
+        cluster.driver_env(),
+        connected(cluster),
+    ):
+        url = run_apps({SERVE_NPU: {"llm_configs": [fields]}}, host="127.0.0.1",
+                       port=free_port())[SERVE_NPU]  # fmt: skip
+        try:
+            warmup = point_config(url, model, model_dir, settings, 1)
+            run_point(warmup, warmup.points({})[0], out / "warmup")
+            pids = request_path_processes(cluster.processes(), SERVE_NPU)
+            print(f"sampling {', '.join(pids)} for {settings.profile_seconds} s at c={level}",
+                  flush=True)  # fmt: skip
+            result, profiles = profile_request_path(
+                point_config(url, model, model_dir, load, level),
+                pids,
+                settings.profile_seconds,
+                out,
+            )
+        except ProfileError as error:
+            print(f"profile: {error}", file=sys.stderr)
+            return 1
+        finally:
+            serve.delete(SERVE_NPU)
+    profile = ServePathProfile(
+        app=SERVE_NPU,
+        concurrency=level,
+        output_tokens_per_s=result.output_tokens_per_s,
+        processes=profiles,
+    )
+    (out / "profile.json").write_text(profile.model_dump_json(indent=1) + "\n")
+    flame_graphs(profiles, out, lambda role: f"{role}, {SERVE_NPU} unpaced at c={level} "
+                 "(fake-NPU tier: vLLM CPU build, tiny random model)")  # fmt: skip
+    table = f"{provenance()}\n\n{profile.markdown()}"
+    (out / "profile.md").write_text(table)
+    print(table)
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
 
 
 def compare_paths(
