@@ -21,15 +21,22 @@ Print the two lists as YAML, ready for the rules file, or compare them with it:
 
     python tools/additional_config_keys.py --git-dir /path/to/vllm-ascend.git v0.23.0
     python tools/additional_config_keys.py --git-dir /path/to/vllm-ascend.git v0.23.0 --check
+
+Without a clone, the release's sdist on PyPI holds the same files: ``--package-dir``
+reads an unpacked one. ``--record`` prints, from a clone, what proves an sdist holds
+the tag's files (:func:`tree_digest`), for ``tests/check/data/vllm_ascend_sdists.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "vllm_ascend/"
@@ -37,13 +44,14 @@ CONFIG_FILE = "vllm_ascend/ascend_config.py"
 RULE_ID = "additional-config-unknown-key"
 
 
-def _git(git_dir: Path, *args: str) -> str:
+def _git(git_dir: Path, *args: str) -> bytes:
     done = subprocess.run(
-        ["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=False
+        ["git", "--git-dir", str(git_dir), *args], capture_output=True, check=False
     )
     if done.returncode != 0:
         raise SystemExit(
-            f"git --git-dir {git_dir} {' '.join(args)} failed: {done.stderr.strip()}. "
+            f"git --git-dir {git_dir} {' '.join(args)} failed: "
+            f"{done.stderr.decode(errors='replace').strip()}. "
             "Give a clone of vllm-project/vllm-ascend that has the tag."
         )
     return done.stdout
@@ -127,19 +135,64 @@ def compilation_sub_keys(tree: ast.AST) -> list[str]:
     raise SystemExit(f"{CONFIG_FILE} has no class AscendCompilationConfig at this tag")
 
 
-def known_keys(git_dir: Path, tag: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``known_keys`` and ``known_sub_keys`` at ``tag``, as the rules file holds them."""
-    paths = sorted(
-        p
-        for p in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "--", PACKAGE).splitlines()
-        if p.endswith(".py")
-    )
+class Source(Protocol):
+    """The package's Python files at one release."""
+
+    def paths(self) -> list[str]:
+        """``vllm_ascend/...py`` paths, sorted."""
+        ...
+
+    def read(self, path: str) -> bytes: ...
+
+
+class GitTag:
+    """A tag of a clone of vllm-project/vllm-ascend."""
+
+    def __init__(self, git_dir: Path, tag: str) -> None:
+        self.git_dir, self.tag = git_dir, tag
+
+    def paths(self) -> list[str]:
+        listed = _git(self.git_dir, "ls-tree", "-r", "--name-only", self.tag, "--", PACKAGE)
+        return sorted(p for p in listed.decode().splitlines() if p.endswith(".py"))
+
+    def read(self, path: str) -> bytes:
+        return _git(self.git_dir, "show", f"{self.tag}:{path}")
+
+
+class PackageDir:
+    """An unpacked sdist of the release (``<dir>/vllm_ascend/...``), less the files its
+    build writes that the tag doesn't hold (``exclude``, such as ``_version.py``)."""
+
+    def __init__(self, root: Path, exclude: Iterable[str] = ()) -> None:
+        self.root, self.exclude = root, frozenset(exclude)
+
+    def paths(self) -> list[str]:
+        found = (p.relative_to(self.root).as_posix() for p in (self.root / PACKAGE).rglob("*.py"))
+        return sorted(p for p in found if p not in self.exclude)
+
+    def read(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+
+def tree_digest(source: Source) -> str:
+    """SHA-256 over each Python file's path and git blob id: equal for an sdist and the
+    tag exactly when they hold the same files with the same bytes."""
+    digest = hashlib.sha256()
+    for path in source.paths():
+        content = source.read(path)
+        blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()  # noqa: S324 - git's id
+        digest.update(f"{path}\0{blob}\n".encode())
+    return digest.hexdigest()
+
+
+def known_keys(source: Source) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``known_keys`` and ``known_sub_keys`` of the release, as the rules file holds them."""
     # ascend_config.py first: it is where AscendConfig reads the keys.
-    paths.sort(key=lambda p: p != CONFIG_FILE)
+    paths = sorted(source.paths(), key=lambda p: p != CONFIG_FILE)
     cited: dict[str, str] = {}
     sub_keys: dict[str, list[str]] = {}
     for path in paths:
-        tree = ast.parse(_git(git_dir, "show", f"{tag}:{path}"), filename=path)
+        tree = ast.parse(source.read(path), filename=path)
         for key, line in sorted(reads(tree), key=lambda item: item[1]):
             cited.setdefault(key, f"{path}:{line}")
         if path == CONFIG_FILE:
@@ -156,9 +209,10 @@ def rule_params(tag: str) -> dict[str, object]:
     return load_rules(tag).rule(RULE_ID).params
 
 
-def differences(git_dir: Path, tag: str) -> list[str]:
-    """What the rules file of ``tag`` says that the source at ``tag`` doesn't, and the reverse."""
-    keys, sub_keys = known_keys(git_dir, tag)
+def differences(source: Source, tag: str) -> list[str]:
+    """What the rules file of ``tag`` says that ``source`` (the release's files) doesn't,
+    and the reverse."""
+    keys, sub_keys = known_keys(source)
     params = rule_params(tag)
     problems = []
     held: dict[str, str] = dict(params["known_keys"])  # type: ignore[arg-type]
@@ -177,20 +231,31 @@ def differences(git_dir: Path, tag: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tag", help="a vLLM-Ascend tag, e.g. v0.23.0")
-    parser.add_argument("--git-dir", type=Path, required=True, help="a clone of vllm-ascend")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--git-dir", type=Path, help="a clone of vllm-ascend")
+    where.add_argument("--package-dir", type=Path, help="the tag's sdist, unpacked")
     parser.add_argument(
         "--check", action="store_true", help="compare with the tag's rules file instead"
     )
+    parser.add_argument(
+        "--record", action="store_true", help="print the tag's tree digest instead (a clone)"
+    )
     args = parser.parse_args(argv)
+    source: Source = (
+        GitTag(args.git_dir, args.tag) if args.git_dir else PackageDir(args.package_dir)
+    )
+    if args.record:
+        print(tree_digest(source))
+        return 0
     if args.check:
-        problems = differences(args.git_dir, args.tag)
+        problems = differences(source, args.tag)
         for problem in problems:
             print(problem)
         return 1 if problems else 0
-    keys, sub_keys = known_keys(args.git_dir, args.tag)
+    keys, sub_keys = known_keys(source)
     print("known_keys:")
-    for key, where in keys.items():
-        print(f"  {key}: {where}")
+    for key, where_read in keys.items():
+        print(f"  {key}: {where_read}")
     print("known_sub_keys:")
     for parent, subs in sub_keys.items():
         print(f"  {parent}:")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -87,24 +86,6 @@ def test_tutorial_limits_are_the_release_datas_runs(release: str) -> None:
     assert model["tutorial_max_per_node_kind"] == {
         kind: int(run.args["max-model-len"]) for kind, run in runs.items()
     }
-
-
-#: A clone of vllm-project/vllm-ascend with the release tags, e.g. the one
-#: `python tools/upstream_paths.py vllm-ascend --git-dir` reads.
-_GIT_DIR = os.environ.get("RAY_SERVE_NPU_VLLM_ASCEND_GIT")
-
-
-@pytest.mark.skipif(
-    not _GIT_DIR, reason="set RAY_SERVE_NPU_VLLM_ASCEND_GIT to a clone of vllm-ascend"
-)
-@pytest.mark.parametrize("release", available_releases())
-def test_additional_config_keys_are_what_the_tag_reads(release: str) -> None:
-    """known_keys and known_sub_keys are tools/additional_config_keys.py's output at the
-    release's tag: every key the source reads, with its line, and no other."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import additional_config_keys
-
-    assert additional_config_keys.differences(Path(str(_GIT_DIR)), release) == []
 
 
 #: A rule file planted with one mistake: (release, text in it, its replacement, the
