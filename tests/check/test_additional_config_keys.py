@@ -58,18 +58,24 @@ def _sdist_files(release: str, pypi: dict[str, list[dict[str, object]]], cache: 
     unpacked under ``cache``; the unpacked package's root."""
     record = SDISTS[release]
     archive = cache / record["sdist"]
-    if not archive.exists():
+    if not archive.exists() or _sha256(archive) != record["sha256"]:
         (published,) = [f for f in pypi[record["pypi_version"]] if f["filename"] == record["sdist"]]
         cache.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_name(f"{archive.name}.partial")
         with urllib.request.urlopen(str(published["url"]), timeout=300) as response:
-            archive.write_bytes(response.read())
-    assert hashlib.sha256(archive.read_bytes()).hexdigest() == record["sha256"], archive
+            partial.write_bytes(response.read())
+        partial.replace(archive)
+    assert _sha256(archive) == record["sha256"], f"{archive} is not the sdist recorded"
     root = cache / release
     with tarfile.open(archive) as sdist:
         members = [m for m in sdist.getmembers() if m.name.endswith(".py")]
         sdist.extractall(root, members=members, filter="data")
     (package,) = root.iterdir()
     return package
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("release", available_releases())
