@@ -241,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         "--record", action="store_true", help="print the tag's tree digest instead (a clone)"
     )
     args = parser.parse_args(argv)
+    if args.record and not args.git_dir:
+        parser.error("--record reads the tag itself: give --git-dir, a clone with the tag")
+    if args.record and args.check:
+        parser.error("--record and --check: give one of them")
     source: Source = (
         GitTag(args.git_dir, args.tag) if args.git_dir else PackageDir(args.package_dir)
     )

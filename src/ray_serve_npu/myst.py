@@ -310,7 +310,7 @@ def _options_length(body: tuple[str, ...]) -> int:
     """How many lines at the top of a directive's body are its options."""
     if body and body[0].strip() == "---":
         closing = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
-        if closing is None or _yaml_options(body[1:closing]) is None:
+        if closing is None or _block_options(body[1:closing]) is None:
             return 0  # not an options block: it stays content, as a reader would see it
         return closing + 1
     count = 0
@@ -319,44 +319,65 @@ def _options_length(body: tuple[str, ...]) -> int:
     return count
 
 
-def _yaml_options(block: Sequence[str]) -> dict[object, object] | None:
-    """The mapping an options block loads as; None if it is no mapping.
+#: A one-line ``key: value`` of a ``---`` options block.
+_BLOCK_OPTION = re.compile(r"^\s*(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
+#: Where a plain value's comment starts: a ``#`` at its start or after white space.
+_COMMENT = re.compile(r"(?:^|\s)#")
 
-    myst-parser reads both kinds of options block as a YAML subset whose values are
-    all strings, quotes taken off and ``#`` comments dropped
-    (``myst_parser/parsers/options.py``); PyYAML's ``BaseLoader`` reads them alike.
+
+def _option_value(raw: str) -> str:
+    """A one-line option value as myst-parser reads it (``myst_parser/parsers/options.py``):
+    every value is a string; a quoted one loses its quotes, a plain one is its text up
+    to a ``#`` comment, colons, brackets and backticks included."""
+    text = raw.strip()
+    if text[:1] in {'"', "'"}:
+        try:
+            loaded = yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - strings only
+        except yaml.YAMLError:
+            return text
+        return loaded if isinstance(loaded, str) else text
+    comment = _COMMENT.search(text)
+    return text[: comment.start()].rstrip() if comment else text
+
+
+def _block_options(block: Sequence[str]) -> list[tuple[str, str, int]] | None:
+    """(key, value, index in ``block``) of a ``---`` options block; None if it is none.
+
+    Lines of one ``key: value`` each are read as :func:`_option_value` reads a value.
+    A block with other lines (a value over several lines) is YAML, strings only, as
+    PyYAML's ``BaseLoader`` reads it; a block that is no mapping is no options block.
     """
+    lines = [
+        (i, line)
+        for i, line in enumerate(block)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    found = [(i, _BLOCK_OPTION.match(line)) for i, line in lines]
+    if all(match for _, match in found):
+        return [(m["key"], _option_value(m["value"] or ""), i) for i, m in found if m]
     try:
         loaded = yaml.load("\n".join(block), Loader=yaml.BaseLoader)  # noqa: S506 - strings only
     except yaml.YAMLError:
         return None
-    return loaded if isinstance(loaded, dict) else None
+    if not isinstance(loaded, dict):
+        return None
+    return [(str(key), str(value), _key_line(block, key)) for key, value in loaded.items()]
 
 
 def _options(body: tuple[str, ...], first_line: int) -> tuple[Option, ...]:
-    """The options at the top of ``body``: ``:name: value`` lines, or a ``---`` YAML block."""
+    """The options at the top of ``body``: ``:name: value`` lines, or a ``---`` block."""
     length = _options_length(body)
     if length and body[0].strip() == "---":
-        loaded = _yaml_options(body[1 : length - 1]) or {}
-        return tuple(
-            Option(str(key), str(value), first_line + _key_line(body, key))
-            for key, value in loaded.items()
-        )
+        block = _block_options(body[1 : length - 1]) or []
+        return tuple(Option(key, value, first_line + 1 + index) for key, value, index in block)
     found = [_OPTION.match(line) for line in body[:length]]
-    # A ":name: value" block is YAML too, each line's colon taken off; where it is
-    # not valid YAML (Sphinx warns), the values are the lines' text.
-    loaded = _yaml_options([line.lstrip()[1:] for line in body[:length]]) or {}
     return tuple(
-        Option(
-            match["key"],
-            str(loaded.get(match["key"], match["value"] or "")),
-            first_line + index,
-        )
+        Option(match["key"], _option_value(match["value"] or ""), first_line + index)
         for index, match in enumerate(found)
         if match
     )
 
 
-def _key_line(body: tuple[str, ...], key: object) -> int:
-    """The body line of a YAML option's key (the block's first line if not found)."""
-    return next((i for i, line in enumerate(body) if line.lstrip().startswith(f"{key}:")), 0)
+def _key_line(block: Sequence[str], key: object) -> int:
+    """The index in ``block`` of a YAML option's key (0 if not found)."""
+    return next((i for i, line in enumerate(block) if line.lstrip().startswith(f"{key}:")), 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tarfile
 import urllib.error
@@ -45,7 +46,7 @@ def pypi_files() -> dict[str, list[dict[str, object]]]:
     try:
         with urllib.request.urlopen(PYPI_PROJECT, timeout=60) as response:
             project = json.load(response)
-    except (urllib.error.URLError, TimeoutError) as error:
+    except (urllib.error.URLError, OSError) as error:
         pytest.skip(f"PyPI is out of reach ({error}): set RAY_SERVE_NPU_VLLM_ASCEND_GIT instead")
     return {
         version: [{**f, "url": urllib.parse.urljoin(PYPI_PROJECT, str(f["url"]))} for f in files]
@@ -67,6 +68,7 @@ def _sdist_files(release: str, pypi: dict[str, list[dict[str, object]]], cache: 
         partial.replace(archive)
     assert _sha256(archive) == record["sha256"], f"{archive} is not the sdist recorded"
     root = cache / release
+    shutil.rmtree(root, ignore_errors=True)  # what an earlier sdist left there goes
     with tarfile.open(archive) as sdist:
         members = [m for m in sdist.getmembers() if m.name.endswith(".py")]
         sdist.extractall(root, members=members, filter="data")

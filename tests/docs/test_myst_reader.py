@@ -192,7 +192,8 @@ def test_directive_options_in_yaml_form_are_read_with_their_lines() -> None:
 
 
 #: Option values written every way myst-parser accepts: quoted, with a comment,
-#: empty, with spaces and punctuation.
+#: empty, with spaces and punctuation, with a colon, backticks or brackets (which
+#: full YAML reads otherwise, or refuses).
 OPTION_LINES = (
     ':start-at: "## unpaced"',
     ":end-before: '# __serve_end__'",
@@ -200,6 +201,10 @@ OPTION_LINES = (
     ":linenos:",
     ":caption: The app, part 1",
     ":lines: 1-3, 5",
+    ":name: Step 1: install",
+    ":alt: `serve.py` at work",
+    ":emphasize-lines: [1, 2]",
+    ":prepend: # a comment only",
 )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import os
+import shutil
 import threading
 import time
 import urllib.error
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ray_serve_npu.cli import main
+from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
 from ray_serve_npu.fake_npu.dry_run import (
     CHAT_LINE_END,
     DryRunProcess,
@@ -186,26 +189,44 @@ def test_dry_run_says_in_one_line_what_went_wrong_after_it_started(
     assert line.startswith("ray-serve-npu dry-run: ") and says in line
 
 
-class _ModelsButNoAnswers(http.server.BaseHTTPRequestHandler):
-    """Lists a model at once and never answers a chat in time: Ray Serve LLM's ingress
-    is up while the engine behind it is not."""
+class _ServerUp(http.server.BaseHTTPRequestHandler):
+    """Ray Serve LLM's ingress up while the engine behind it is not: it lists the models
+    it was given (none in ``models``), and a chat gets no answer in time or a dropped
+    connection."""
+
+    models: list[str] = ["deepseek-v4-flash"]
+    chat: str = "slow"
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        body = json.dumps({"data": [{"id": "deepseek-v4-flash"}]}).encode()
+        body = json.dumps({"data": [{"id": model} for model in self.models]}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def do_POST(self) -> None:  # noqa: N802
-        time.sleep(3)
+        if self.chat == "slow":
+            time.sleep(3)
+        else:  # "drop": close without a status line
+            self.close_connection = True
 
     def log_message(self, *args: object) -> None:
         pass
 
 
-def test_a_check_request_without_answer_gets_the_paragraph_not_a_socket_traceback() -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelsButNoAnswers)
+@pytest.mark.parametrize(
+    ("models", "chat", "what"),
+    [
+        (["deepseek-v4-flash"], "slow", "got no answer (timed out) within 0.5 s"),
+        (["deepseek-v4-flash"], "drop", "got no answer (Remote end closed connection"),
+        ([], "slow", "lists no model"),
+    ],
+)
+def test_a_check_request_that_fails_gets_the_paragraph_not_a_socket_traceback(
+    models: list[str], chat: str, what: str
+) -> None:
+    handler = type("Handler", (_ServerUp,), {"models": models, "chat": chat})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}"
     log = "(ServeReplica:app:LLMServer pid=7) FileNotFoundError: /models/DeepSeek-V4-Flash\n"
@@ -215,7 +236,19 @@ def test_a_check_request_without_answer_gets_the_paragraph_not_a_socket_tracebac
     finally:
         server.shutdown()
     failure = raised.value
-    assert failure.what == (
-        f"it answered at {base_url}, but its check request got no answer (timed out) within 0.5 s"
-    )
+    assert failure.what.startswith(f"it answered at {base_url}, but ")
+    assert what in failure.what
     assert failure.error == "FileNotFoundError: /models/DeepSeek-V4-Flash"
+
+
+def test_the_clusters_worker_logs_end_with_the_one_written_last() -> None:
+    cluster = FakeNPUCluster()
+    try:
+        logs = cluster.temp_dir / "session_latest" / "logs"
+        logs.mkdir(parents=True)
+        for name, mtime in [("worker-b.err", 200), ("worker-a.err", 300), ("raylet.out", 400)]:
+            (logs / name).write_text(f"{name}\n")
+            os.utime(logs / name, (mtime, mtime))
+        assert cluster.worker_logs().split() == ["worker-b.err", "worker-a.err"]
+    finally:
+        shutil.rmtree(cluster.temp_dir)

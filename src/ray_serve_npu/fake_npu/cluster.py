@@ -275,9 +275,11 @@ class FakeNPUCluster:
             )
 
     def worker_logs(self) -> str:
-        """What the processes Ray started on the nodes printed (``session_latest/logs``)."""
-        logs = sorted((self.temp_dir / "session_latest" / "logs").glob("worker-*"))
-        return "\n".join(log.read_text(errors="replace") for log in logs)
+        """What the processes Ray started on the nodes printed (``session_latest/logs``),
+        the file last written last, so that the latest error ends the text."""
+        logs = (self.temp_dir / "session_latest" / "logs").glob("worker-*")
+        by_time = sorted(logs, key=lambda log: log.stat().st_mtime)
+        return "\n".join(log.read_text(errors="replace") for log in by_time)
 
     def processes(self) -> list[psutil.Process]:
         """The node processes and everything they started: Ray's daemons, workers, engines."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import re
 import shlex
@@ -170,16 +171,23 @@ def ask(
     """
     try:
         models = _get_json(base_url, "/v1/models", api_key, None, timeout_s)
+        if not models.get("data"):
+            raise ServerNotReady(f"it answered at {base_url}, but lists no model", logs())
         model = str(models["data"][0]["id"])
         body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
         reply = _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
     except urllib.error.HTTPError:
         raise
-    except (TimeoutError, urllib.error.URLError) as failure:
+    except (
+        TimeoutError,
+        ConnectionError,
+        http.client.HTTPException,
+        urllib.error.URLError,
+    ) as failure:
         reason = failure.reason if isinstance(failure, urllib.error.URLError) else failure
         raise ServerNotReady(
-            f"it answered at {base_url}, but its check request got no answer ({reason}) "
-            f"within {timeout_s:g} s",
+            f"it answered at {base_url}, but its check request got no answer "
+            f"({reason or type(failure).__name__}) within {timeout_s:g} s",
             logs(),
         ) from None
     return model, dict(reply)

@@ -112,11 +112,13 @@ class ProcessProfile(BaseModel):
 
     role: str
     pid: int
-    #: The process's user and system CPU seconds while it was sampled, from the kernel,
-    #: and the wall time of the sampling. py-spy's own counts can't give the CPU: a
-    #: thread that waits for a core on a busy machine looks as active as one on it.
+    #: The process's user and system CPU seconds from the kernel, over the wall time
+    #: from py-spy's start to its end (its attaching included). py-spy's own counts
+    #: can't give the CPU: they leave out C code that runs without the GIL.
     cpu_s: float
     wall_s: float
+    #: How long py-spy sampled, at ``rate_hz``.
+    sampled_s: float
     rate_hz: int
     samples: int
     #: Samples whose innermost frame is in each package.
@@ -127,12 +129,25 @@ class ProcessProfile(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cores(self) -> float:
-        """Cores the process kept busy while sampled."""
+        """Cores the process kept busy while py-spy ran."""
         return self.cpu_s / self.wall_s if self.wall_s else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gil_share(self) -> float:
+        """The share of the sampled time in which one of its threads held the GIL."""
+        return self.samples / (self.rate_hz * self.sampled_s) if self.sampled_s else 0.0
 
     @classmethod
     def of(
-        cls, role: str, pid: int, stacks: Counter[str], cpu_s: float, wall_s: float
+        cls,
+        role: str,
+        pid: int,
+        stacks: Counter[str],
+        *,
+        cpu_s: float,
+        wall_s: float,
+        sampled_s: float,
     ) -> ProcessProfile:
         by_package: Counter[str] = Counter()
         by_function: Counter[str] = Counter()
@@ -145,6 +160,7 @@ class ProcessProfile(BaseModel):
             pid=pid,
             cpu_s=cpu_s,
             wall_s=wall_s,
+            sampled_s=sampled_s,
             rate_hz=RATE_HZ,
             samples=sum(stacks.values()),
             self_by_package=dict(by_package.most_common()),
@@ -157,7 +173,7 @@ class ServePathProfile(BaseModel):
 
     app: str
     concurrency: int
-    #: The load point's output throughput while it was sampled.
+    #: The whole load point's output throughput; the samples cover part of the point.
     output_tokens_per_s: float
     processes: list[ProcessProfile]
 
@@ -181,8 +197,9 @@ def profile_table(profiles: Sequence[ProcessProfile]) -> str:
             for name, count in list(profile.self_by_package.items())[:6]
         )
         lines += [
-            f"{profile.role}: {profile.cores:.2f} cores of CPU over {profile.wall_s:.0f} s; "
-            f"{profile.samples} samples holding the GIL at {profile.rate_hz} Hz",
+            f"{profile.role}: {profile.cores:.2f} cores of CPU over {profile.wall_s:.1f} s; "
+            f"{profile.samples} samples holding the GIL in {profile.sampled_s:.0f} s at "
+            f"{profile.rate_hz} Hz ({profile.gil_share:.0%} of the ticks)",
             f"  innermost frame's package: {packages}",
             *(
                 f"  {_share(count, profile.samples):>5}  {function}"
@@ -252,10 +269,15 @@ def profile_request_path(
     ``duration_s``. Raises :class:`ProfileError` if the load ended before the samples did."""
     out.mkdir(parents=True, exist_ok=True)
     point = config.points({})[0]
-    results: list[PointResult] = []
-    load = threading.Thread(
-        target=lambda: results.append(run_point(config, point, out / "point")), daemon=True
-    )
+    outcome: list[PointResult | BaseException] = []
+
+    def run_load() -> None:
+        try:
+            outcome.append(run_point(config, point, out / "point"))
+        except BaseException as error:  # noqa: BLE001 - reported below, with its cause
+            outcome.append(error)
+
+    load = threading.Thread(target=run_load, daemon=True)
     load.start()
     time.sleep(settle_s)
     cpu_before, started = _cpu_seconds(pids), time.monotonic()
@@ -269,12 +291,23 @@ def profile_request_path(
     }
     failures = {}
     for role, recorder in recorders.items():
-        _, stderr = recorder.communicate(timeout=duration_s + 60)
+        try:
+            _, stderr = recorder.communicate(timeout=duration_s + 60)
+        except subprocess.TimeoutExpired:
+            recorder.kill()
+            _, stderr = recorder.communicate()
+            failures[role] = f"py-spy did not end within {duration_s + 60} s"
+            continue
         if recorder.returncode:
             failures[role] = stderr.decode(errors="replace").strip()[-500:]
     cpu_after, wall_s = _cpu_seconds(pids), time.monotonic() - started
     still_loading = load.is_alive()
     load.join()
+    (result,) = outcome
+    if isinstance(result, BaseException):
+        raise ProfileError(f"the load point failed: {type(result).__name__}: {result}")
+    if result.error:
+        raise ProfileError(f"the load point failed: {result.error}")
     if failures:
         raise ProfileError(f"py-spy could not sample {failures}")
     if not still_loading:
@@ -282,16 +315,14 @@ def profile_request_path(
             f"the load point ended before {settle_s + duration_s:.0f} s of it were sampled: "
             "raise its requests (prompts per client) or shorten the profile"
         )
-    (result,) = results
-    if result.error:
-        raise ProfileError(f"the load point failed: {result.error}")
     profiles = [
         ProcessProfile.of(
             role,
             pid,
             read_collapsed(stacks_file(out, role).read_text()),
-            cpu_after[role] - cpu_before[role],
-            wall_s,
+            cpu_s=cpu_after[role] - cpu_before[role],
+            wall_s=wall_s,
+            sampled_s=duration_s,
         )
         for role, pid in pids.items()
     ]
@@ -300,7 +331,10 @@ def profile_request_path(
 
 def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     """User and system CPU seconds each process has used so far."""
-    times = {role: psutil.Process(pid).cpu_times() for role, pid in pids.items()}
+    try:
+        times = {role: psutil.Process(pid).cpu_times() for role, pid in pids.items()}
+    except psutil.Error as error:
+        raise ProfileError(f"a process of the request path is gone: {error}") from None
     return {role: t.user + t.system for role, t in times.items()}
 
 
