@@ -32,6 +32,7 @@ import yaml
 
 from ray_serve_npu.fake_npu.cluster import FakeNode
 from ray_serve_npu.fake_npu.processes import (
+    READY_TIMEOUT_S,
     ServerNotReady,
     start_process_group,
     stop_process_group,
@@ -140,9 +141,11 @@ def engine_devices(record_dir: Path) -> list[str]:
     ]
 
 
-#: How long the check requests may take. The tiny model answers in a second once its
-#: engine is up; the server answered /v1/models before they are sent.
-CHECK_TIMEOUT_S = 120
+#: How long each check request may take: as long as a server may take to start. Ray
+#: Serve LLM's ingress answers /v1/models as soon as it runs, before the engines
+#: behind it do, so the first chat can wait for them: four data-parallel engines on
+#: a fake A3 node took more than 120 s to answer it in a CI run on two busy cores.
+CHECK_TIMEOUT_S = READY_TIMEOUT_S
 
 
 def _get_json(
