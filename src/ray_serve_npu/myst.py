@@ -52,7 +52,10 @@ LEAF_DIRECTIVES = frozenset(
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell"})
 
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<argument>.*)$")
-_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
+#: ``key: value`` on one line, as an option states it.
+_KEY_VALUE = r"(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$"
+#: An option line of the ``:key: value`` form.
+_OPTION = re.compile(rf"^\s*:{_KEY_VALUE}")
 _FENCE_TOKENS = {"fence", "colon_fence"}
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 #: A reStructuredText role's name right before its backticks (``:func:`x```), as
@@ -320,7 +323,7 @@ def _options_length(body: tuple[str, ...]) -> int:
 
 
 #: A one-line ``key: value`` of a ``---`` options block.
-_BLOCK_OPTION = re.compile(r"^\s*(?P<key>[\w-]+):(?:\s+(?P<value>.*?))?\s*$")
+_BLOCK_OPTION = re.compile(rf"^\s*{_KEY_VALUE}")
 #: Where a plain value's comment starts: a ``#`` at its start or after white space.
 _COMMENT = re.compile(r"(?:^|\s)#")
 

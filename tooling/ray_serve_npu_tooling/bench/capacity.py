@@ -24,8 +24,11 @@ from bench.results import PointResult
 from bench.runner import run_point
 from pydantic import BaseModel, computed_field
 
-#: Ray names its worker processes after what they run (``ray::ServeReplica:app:...``).
-SERVE_PATH_PROCESSES = ("ray::ProxyActor", "ray::ServeReplica:")
+#: Ray names its worker processes after what they run: Serve's HTTP proxy, and each
+#: replica as ``ray::ServeReplica:<app>:<deployment>``.
+PROXY_TITLE = "ray::ProxyActor"
+REPLICA_TITLE = "ray::ServeReplica:"
+SERVE_PATH_PROCESSES = (PROXY_TITLE, REPLICA_TITLE)
 #: Selects the mock for the LLMServer replica (``LLMServer._get_default_engine_class``).
 ENGINE_CLS_ENV_VAR = "RAYLLM_VLLM_ENGINE_CLS"
 STREAMING_MOCK_ENGINE = "ray_serve_npu_tooling.mock_engine.StreamingMockEngine"

@@ -134,19 +134,21 @@ def direct_vllm(fields: dict[str, Any], model_dir: Path, workdir: Path) -> Itera
 
 
 @contextlib.contextmanager
-def connected(cluster: FakeNPUCluster) -> Iterator[None]:
-    """This process as the cluster's driver, until the block ends; Serve stops with it."""
+def driving_bench_cluster() -> Iterator[FakeNPUCluster]:
+    """A fake cluster of :data:`BENCH_NODE`, with this process as its driver (the Serve
+    apps are deployed from here) until the block ends; Serve stops with it."""
     import ray
     from ray import serve
 
-    # The replicas and engines log to their own files; the driver prints the figures.
-    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            serve.shutdown()
-        ray.shutdown()
+    with fake_npu_cluster([BENCH_NODE]) as cluster, cluster.driver_env():
+        # The replicas and engines log to their own files; the driver prints the figures.
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+        try:
+            yield cluster
+        finally:
+            with contextlib.suppress(Exception):
+                serve.shutdown()
+            ray.shutdown()
 
 
 def paced(fields: dict[str, Any]) -> dict[str, Any]:
@@ -304,12 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return measure_levers(levers, fields, model_dir, settings, out, started)
     if args.profile:
         return profile_serve_npu(fields, model_dir, settings, out / "profile", started)
-    with (
-        fake_npu_cluster([BENCH_NODE]) as cluster,
-        # The Serve apps are deployed from this process.
-        cluster.driver_env(),
-        connected(cluster),
-    ):
+    with driving_bench_cluster() as cluster:
         port = free_port()
         sections = [provenance()]
         if not args.no_capacity:
@@ -374,11 +371,7 @@ def profile_serve_npu(
     model = fields["model_loading_config"]["model_id"]
     level = settings.profile_concurrency
     load = settings.model_copy(update={"prompts_per_client": settings.profile_prompts_per_client})
-    with (
-        fake_npu_cluster([BENCH_NODE]) as cluster,
-        cluster.driver_env(),
-        connected(cluster),
-    ):
+    with driving_bench_cluster() as cluster:
         url = run_apps({SERVE_NPU: {"llm_configs": [fields]}}, host="127.0.0.1",
                        port=free_port())[SERVE_NPU]  # fmt: skip
         try:

@@ -26,11 +26,10 @@ from bench.results import PointResult
 from bench.runner import run_point
 from pydantic import BaseModel, computed_field
 
+from .capacity import PROXY_TITLE, REPLICA_TITLE
+
 #: Samples per second and process (py-spy's default).
 RATE_HZ = 100
-#: The proxy's process title; a replica's is ``ray::ServeReplica:<app>:<deployment>``.
-PROXY_TITLE = "ray::ProxyActor"
-REPLICA_TITLE = "ray::ServeReplica:"
 #: Frames the table names per process.
 TOP_FRAMES = 8
 
