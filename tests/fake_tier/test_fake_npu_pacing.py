@@ -40,6 +40,10 @@ OUTPUT_TOKENS = 21
 #: A paced step can't be shorter than the set time; it may be longer by the
 #: engine's own work between steps (scheduling, output processing) and the HTTP path.
 TOLERANCE = 0.10
+#: A prefill's own CPU work outside the model step (building its batch, the API
+#: server's handling of the prompt) adds to it: a 0.398 s paced difference measured
+#: 0.42 to 0.45 s on a warm server (local runs, 2026-12-01).
+PREFILL_TOLERANCE = 0.25
 READY_TIMEOUT_S = 300
 
 
@@ -203,14 +207,18 @@ def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessSe
         PACING_ENV_VAR: PACING.env_value(),
     }
     with serve_vllm(args, env=env, workdir=workdir, ready_timeout_s=READY_TIMEOUT_S) as server:
+        # A fresh server's first request pays one-time costs on top of its paced steps
+        # (CI, twice: a 0.4 s paced prefill answered in 0.59 and 0.61 s). The test times
+        # a warm server; the warm-up's prompt shares no prefix with the timed one.
+        OpenAI(base_url=f"{server.base_url}/v1", api_key="not-used").completions.create(
+            model="tiny", prompt=[7] * 8, max_tokens=2, temperature=0
+        )
         yield server
 
 
-@pytest.mark.fake_npu
-def test_a_paced_engine_takes_the_set_time_per_step(paced_server: ProcessServer) -> None:
-    client = OpenAI(base_url=f"{paced_server.base_url}/v1", api_key="not-used")
-    # Token ids, so that the prompt is exactly PROMPT_TOKENS long.
-    prompt = [10 + i % 200 for i in range(PROMPT_TOKENS)]
+def _stream_times(server: ProcessServer, prompt: list[int]) -> tuple[float, float]:
+    """One stream of OUTPUT_TOKENS: its time to first token and its mean decode step."""
+    client = OpenAI(base_url=f"{server.base_url}/v1", api_key="not-used")
     start = time.monotonic()
     stream = client.completions.create(
         model="tiny",
@@ -228,20 +236,42 @@ def test_a_paced_engine_takes_the_set_time_per_step(paced_server: ProcessServer)
         if chunk.usage is not None:
             prompt_tokens = chunk.usage.prompt_tokens
             seen.setdefault(chunk.usage.completion_tokens, time.monotonic())
-    logs = paced_server.logs()[-4000:]
-    assert prompt_tokens == PROMPT_TOKENS, logs
+    logs = server.logs()[-4000:]
+    assert prompt_tokens == len(prompt), logs
     assert max(seen) == OUTPUT_TOKENS, logs
+    return seen[1] - start, (seen[OUTPUT_TOKENS] - seen[1]) / (OUTPUT_TOKENS - 1)
+
+
+@pytest.mark.fake_npu
+def test_a_paced_engine_takes_the_set_time_per_step(paced_server: ProcessServer) -> None:
+    # Token ids, so that the prompts are exactly as long as written. The short prompt's
+    # time to first token holds the request's fixed cost (HTTP, the API server, the
+    # engine's loop), which the difference between the two cancels: a warm server
+    # answered a 0.4 s paced prefill in 0.44 to 0.53 s (local runs, 2026-12-01).
+    # Each prompt is sent once: a repeated one would hit the prefix cache.
+    long_prompt = [10 + i % 200 for i in range(PROMPT_TOKENS)]
+    short_prompt = [9]
+    long_ttft, per_step = _stream_times(paced_server, long_prompt)
+    short_ttft, _ = _stream_times(paced_server, short_prompt)
 
     # The first token comes from the prefill step alone; every further token takes
     # one decode step of a single stream.
-    ttft = seen[1] - start
-    prefill = PACING.step_seconds(PROMPT_TOKENS, decoding=False)
-    per_step = (seen[OUTPUT_TOKENS] - seen[1]) / (OUTPUT_TOKENS - 1)
+    prefill = PACING.step_seconds(PROMPT_TOKENS, decoding=False) - PACING.step_seconds(
+        len(short_prompt), decoding=False
+    )
+    measured_prefill = long_ttft - short_ttft
     decode = PACING.step_seconds(0, decoding=True)
     print(
-        f"TTFT {ttft:.4f} s (paced prefill {prefill} s), decode step {per_step:.4f} s ({decode} s)"
+        f"TTFT {long_ttft:.4f} s and {short_ttft:.4f} s: paced prefill of the difference "
+        f"{measured_prefill:.4f} s ({prefill} s); decode step {per_step:.4f} s ({decode} s)"
     )
-    assert prefill <= ttft <= prefill * (1 + TOLERANCE) + 0.1, (ttft, prefill, logs)
+    logs = paced_server.logs()[-4000:]
+    assert prefill * (1 - TOLERANCE) <= measured_prefill <= prefill * (1 + PREFILL_TOLERANCE), (
+        long_ttft,
+        short_ttft,
+        prefill,
+        logs,
+    )
 
     assert decode * (1 - TOLERANCE / 3) <= per_step <= decode * (1 + TOLERANCE), (
         per_step,
