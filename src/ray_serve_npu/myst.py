@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import yaml
@@ -169,9 +169,11 @@ class InlinePart:
     role: str = ""
 
 
-#: The inline rules whose tokens are parts, and the token each makes.
-_PART_RULES = {"backticks": "code_inline", "myst_role": "myst_role", "substitution_inline": None}
+#: The inline rules whose tokens are parts, and an image, whose alt text holds more.
+_RECORDED_RULES = ("backticks", "myst_role", "substitution_inline", "image")
 _SPAN = "ray_serve_npu_span"
+#: Where an image's alt text starts, from the image's start: after ``![``.
+_ALT_OFFSET = 2
 
 
 def _recording_span(rule: Callable[[StateInline, bool], bool]) -> Callable[..., bool]:
@@ -194,7 +196,7 @@ def _inline_parser() -> MarkdownIt:
     # The inline rules of the site's myst-parser that make text verbatim.
     parser = MarkdownIt("commonmark").use(myst_role_plugin).use(substitution_plugin)
     ruler = parser.inline.ruler
-    for name in _PART_RULES:
+    for name in _RECORDED_RULES:
         ruler.at(name, _recording_span(ruler.__rules__[ruler.__find__(name)].fn))
     return parser
 
@@ -205,25 +207,47 @@ def inline_parts(text: str) -> list[InlinePart]:
     Code spans are read as CommonMark reads them (any run of backticks, across lines);
     a code span right after ``:name:`` is a reStructuredText role.
     """
-    parts: list[InlinePart] = []
+    # markdown-it reads "\r\n" and "\r" as "\n" first; spans are mapped back to ``text``.
+    source = _source_offsets(text)
+    return [
+        replace(part, start=source[part.start], end=source[part.end])
+        for block in _inline_parser().parseInline(text)
+        for part in _parts(block.children or [], 0)
+    ]
+
+
+def _parts(tokens: Sequence[Token], offset: int) -> Iterator[InlinePart]:
+    """The parts of inline ``tokens`` parsed from a text that starts at ``offset``."""
     previous = ""
-    for block in _inline_parser().parseInline(text):
-        for token in block.children or []:
-            start, end = (token.meta or {}).get(_SPAN, (0, 0))
-            if token.type == "code_inline":
-                rst = _RST_ROLE.search(previous)
-                if rst:
-                    where = start - len(rst.group(0))
-                    parts.append(InlinePart("role", token.content, where, end, rst["name"]))
-                else:
-                    parts.append(InlinePart("code", token.content, start, end))
-            elif token.type == "myst_role":
-                role = str(token.meta["name"])
-                parts.append(InlinePart("role", token.content, start, end, role))
-            elif token.type == "substitution_inline":
-                parts.append(InlinePart("substitution", token.content.strip(), start, end))
-            previous = token.content if token.type == "text" else ""
-    return parts
+    for token in tokens:
+        start, end = (offset + at for at in (token.meta or {}).get(_SPAN, (0, 0)))
+        if token.type == "code_inline":
+            rst = _RST_ROLE.search(previous)
+            if rst:
+                where = start - len(rst.group(0))
+                yield InlinePart("role", token.content, where, end, rst["name"])
+            else:
+                yield InlinePart("code", token.content, start, end)
+        elif token.type == "myst_role":
+            yield InlinePart("role", token.content, start, end, str(token.meta["name"]))
+        elif token.type == "substitution_inline":
+            yield InlinePart("substitution", token.content.strip(), start, end)
+        elif token.type == "image":
+            # The alt text is parsed on its own, its spans counted from its first character.
+            yield from _parts(token.children or [], start + _ALT_OFFSET)
+        previous = token.content if token.type == "text" else ""
+
+
+def _source_offsets(text: str) -> list[int]:
+    """For each offset of ``text`` as markdown-it normalizes it (line breaks to ``\n``),
+    and its end, the offset in ``text``."""
+    offsets: list[int] = []
+    at = 0
+    while at < len(text):
+        offsets.append(at)
+        at += 2 if text.startswith("\r\n", at) else 1
+    offsets.append(len(text))
+    return offsets
 
 
 @functools.cache

@@ -169,6 +169,25 @@ def test_inline_parts_are_read_as_commonmark_and_myst_read_them() -> None:
     ]
 
 
+def test_inline_parts_in_alt_text_and_after_crlf_are_found_where_written() -> None:
+    # markdown-it reads "\r\n" as "\n" and parses an image's alt text on its own; the
+    # spans still index the text as written.
+    text = "See ![the `x` knob](a.png),\r\nthen `y\r\nz` and {doc}`tuning`\r`w`."
+    parts = myst.inline_parts(text)
+    assert [(p.kind, p.text) for p in parts] == [
+        ("code", "x"),
+        ("code", "y z"),
+        ("role", "tuning"),
+        ("code", "w"),
+    ]
+    assert [text[p.start : p.end] for p in parts] == [
+        "`x`",
+        "`y\r\nz`",
+        "{doc}`tuning`",
+        "`w`",
+    ]
+
+
 def test_prose_only_blanks_the_parts_the_reader_finds_and_keeps_escaped_backticks() -> None:
     from ray_serve_npu_tooling.docs.pages import prose_only
 

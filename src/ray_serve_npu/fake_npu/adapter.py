@@ -91,6 +91,10 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
         "vLLM 0.25.1 and 0.29.0 refuse any strategy but lazy beside enable_multithread_load "
         "(vllm/model_executor/model_loader/default_loader.py)"
     ),
+    "kv_transfer_config": (
+        "prefill-decode disaggregation's KV transfer, never tried on the CPU engine: the "
+        "fake tier serves each of a prefill-decode app's engines as a plain engine"
+    ),
 }
 
 
