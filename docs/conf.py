@@ -123,6 +123,7 @@ def _bench_figures() -> dict[str, str]:
         "bench_baseline_output": str(BASELINE_OUTPUT_TOKENS_PER_S),
         "bench_baseline_core_share": f"{BASELINE_OUTPUT_TOKENS_PER_S / per_core:.2f}",
         **_bench_profile_figures(),
+        **_bench_lever_figures(),
     }
 
 
@@ -135,6 +136,25 @@ def _bench_profile_figures() -> dict[str, str]:
         "bench_profile_concurrency": str(profile["concurrency"]),
         "bench_profile_hop_cores": f"{sum(p['cores'] for p in hop):.2f}",
     }
+
+
+def _bench_lever_figures() -> dict[str, str]:
+    """The figures the tuning page cites from the committed run of ``nox -s bench --
+    --levers``: per lever and concurrency, ``lever_<name>_<concurrency>_<figure>``."""
+    comparisons = json.loads((DOCS / "_static" / "bench" / "levers" / "levers.json").read_text())
+    by = {(c["target"], c["concurrency"]): c for c in comparisons}
+    figures = {"bench_lever_rounds": str(len(comparisons[0]["output_tokens_per_s"]))}
+    for (target, level), lever in by.items():
+        default = by["default", level]
+        name = f"lever_{target.replace('-', '_')}_{level}"
+        for figure, field in (("ttft", "ttft_p50_ms"), ("throughput", "output_tokens_per_s")):
+            figures[f"{name}_{figure}"] = f"{statistics.median(lever[field]):.0f}"
+            # Each round's lever over that round's default, as the table's ratios.
+            ratios = [
+                mine / theirs for mine, theirs in zip(lever[field], default[field], strict=True)
+            ]
+            figures[f"{name}_{figure}_ratio"] = f"{statistics.median(ratios):.2f}"
+    return figures
 
 
 myst_substitutions = {

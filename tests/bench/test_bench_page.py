@@ -101,3 +101,57 @@ def test_the_pages_profile_is_one_runs_files_and_its_reading_holds_for_them() ->
     ingress = roles["OpenAiIngress"].self_by_package
     assert ingress.get("anyio", 0) and ingress.get("starlette", 0)
     assert json.loads((folder / "profile.json").read_text())["app"] == "serve-npu"
+
+
+TUNING = ROOT / "docs" / "tuning.md"
+#: What the tuning page reads from its run, each lever against the default at each
+#: concurrency: (time to first token, output throughput), each lower or higher in
+#: every round, or within noise.
+LEVER_READING = {
+    ("stream-batching-0ms", 1): ("lower", "lower"),
+    ("stream-batching-0ms", 32): ("within noise", "within noise"),
+    ("ingress-replicas-2", 1): ("within noise", "within noise"),
+    ("ingress-replicas-2", 32): ("within noise", "within noise"),
+    ("direct-ingress", 1): ("lower", "within noise"),
+    ("direct-ingress", 32): ("lower", "higher"),
+}
+
+
+def _leaning(ratios: list[float]) -> str:
+    if max(ratios) < 1:
+        return "lower"
+    if min(ratios) > 1:
+        return "higher"
+    return "within noise"
+
+
+def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() -> None:
+    import json
+
+    from ray_serve_npu_tooling.bench.compare import Comparison, KindComparison
+    from ray_serve_npu_tooling.bench.levers import lever_table
+
+    folder = STATIC / "levers"
+    comparisons = [
+        Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())
+    ]
+    # The table the page includes is the one the run's JSON gives.
+    assert lever_table(comparisons) in (folder / "levers.md").read_text()
+    page = TUNING.read_text()
+    assert "_static/bench/levers/levers.md" in page
+    # The page's command is the one that made the run.
+    levers = ",".join(dict.fromkeys(c.target for c in comparisons if c.target != "default"))
+    levels = ",".join(str(level) for level in sorted({c.concurrency for c in comparisons}))
+    rounds = len(comparisons[0].output_tokens_per_s)
+    assert f"nox -s bench -- --levers {levers} --concurrency {levels} --rounds {rounds}\n" in page
+    # What the page reads from it: the same rounds' ratios as the table's.
+    by = {(c.target, c.concurrency): c for c in comparisons}
+    reading = {}
+    for (target, level), lever in by.items():
+        if target != "default":
+            paired = KindComparison.of(lever, by["default", level])
+            reading[target, level] = (
+                _leaning(paired.ttft_ratios),
+                _leaning(paired.throughput_ratios),
+            )
+    assert reading == LEVER_READING
