@@ -72,9 +72,10 @@ PYTEST_WORKERS: dict[str, list[str]] = {
 
 #: Keep Ray's files and tokens out of the home directory. Unset
 #: PYTHONDONTWRITEBYTECODE (None removes a variable): the sessions install with
-#: --no-compile, so without it every Ray worker and engine compiles vLLM, torch and
-#: Ray from source again. One fake-tier module from an empty bytecode cache took 381 s
-#: with the variable set against 205 s without (one run each, 2026-12-01).
+#: --no-compile, so with it set no .pyc is ever written, and every Ray worker and
+#: engine process compiles each module it imports again. One fake-tier module from an
+#: empty bytecode cache took 381 s with the variable set against 205 s without (one
+#: run each, 2026-12-01).
 TEST_ENV: dict[str, str | None] = {
     "RAY_AUTH_MODE": "disabled",
     "RAY_USAGE_STATS_ENABLED": "0",

@@ -143,7 +143,9 @@ def _bench_lever_figures() -> dict[str, str]:
     --levers``: per lever and concurrency, ``lever_<name>_<concurrency>_<figure>``."""
     comparisons = json.loads((DOCS / "_static" / "bench" / "levers" / "levers.json").read_text())
     by = {(c["target"], c["concurrency"]): c for c in comparisons}
-    figures = {"bench_lever_rounds": str(len(comparisons[0]["output_tokens_per_s"]))}
+    rounds = len(comparisons[0]["output_tokens_per_s"])
+    # A lever that changes nothing leans one way in every round once in this many runs.
+    figures = {"lever_rounds": str(rounds), "lever_chance": str(2 ** (rounds - 1))}
     for (target, level), lever in by.items():
         default = by["default", level]
         name = f"lever_{target.replace('-', '_')}_{level}"

@@ -239,7 +239,7 @@ def _parts(tokens: Sequence[Token], offset: int) -> Iterator[InlinePart]:
 
 
 def _source_offsets(text: str) -> list[int]:
-    """For each offset of ``text`` as markdown-it normalizes it (line breaks to ``\n``),
+    """For each offset of ``text`` as markdown-it normalizes it (line breaks to ``\\n``),
     and its end, the offset in ``text``."""
     offsets: list[int] = []
     at = 0

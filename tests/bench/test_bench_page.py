@@ -104,32 +104,34 @@ def test_the_pages_profile_is_one_runs_files_and_its_reading_holds_for_them() ->
 
 
 TUNING = ROOT / "docs" / "tuning.md"
-#: What the tuning page reads from its run, each lever against the default at each
-#: concurrency: (time to first token, output throughput), each lower or higher in
-#: every round, or within noise.
-LEVER_READING = {
-    ("stream-batching-0ms", 1): ("lower", "lower"),
-    ("stream-batching-0ms", 32): ("within noise", "within noise"),
-    ("ingress-replicas-2", 1): ("within noise", "within noise"),
-    ("ingress-replicas-2", 32): ("within noise", "within noise"),
-    ("direct-ingress", 1): ("lower", "within noise"),
-    ("direct-ingress", 32): ("lower", "higher"),
-}
-
-
-def _leaning(ratios: list[float]) -> str:
-    if max(ratios) < 1:
-        return "lower"
-    if min(ratios) > 1:
-        return "higher"
-    return "within noise"
+#: What the tuning page reads from its run: a lever against the default at a
+#: concurrency, a figure of it (time to first token, output throughput), whether its
+#: rounds' ratios were all lower, all higher or on both sides of 1, and the words of
+#: the page that say so.
+_BOTH = "replicas stayed within noise at both"
+LEVER_READING = [
+    ("direct-ingress", 32, "throughput", "higher", "at concurrency 32, more in every round"),
+    ("direct-ingress", 32, "ttft", "lower", "{{ lever_direct_ingress_32_ttft_ratio }} times"),
+    ("direct-ingress", 1, "throughput", "within noise", "its throughput stayed within noise"),
+    ("direct-ingress", 1, "ttft", "lower", "its time to first token was lower in every round"),
+    ("stream-batching-0ms", 1, "ttft", "lower", "at concurrency one in every round"),
+    ("stream-batching-0ms", 1, "throughput", "lower", "less throughput in every round there"),
+    ("stream-batching-0ms", 32, "throughput", "within noise", "stayed within noise at 32"),
+    ("stream-batching-0ms", 32, "ttft", "within noise", "stayed within noise at 32"),
+    ("ingress-replicas-2", 1, "throughput", "within noise", _BOTH),
+    ("ingress-replicas-2", 1, "ttft", "within noise", _BOTH),
+    ("ingress-replicas-2", 32, "throughput", "within noise", _BOTH),
+    ("ingress-replicas-2", 32, "ttft", "within noise", _BOTH),
+]
 
 
 def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() -> None:
     import json
+    import runpy
+    import statistics
 
     from ray_serve_npu_tooling.bench.compare import Comparison, KindComparison
-    from ray_serve_npu_tooling.bench.levers import lever_table
+    from ray_serve_npu_tooling.bench.levers import DEFAULT, lever_table, verdict
 
     folder = STATIC / "levers"
     comparisons = [
@@ -137,21 +139,33 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() 
     ]
     # The table the page includes is the one the run's JSON gives.
     assert lever_table(comparisons) in (folder / "levers.md").read_text()
-    page = TUNING.read_text()
+    page = " ".join(TUNING.read_text().split())
     assert "_static/bench/levers/levers.md" in page
     # The page's command is the one that made the run.
-    levers = ",".join(dict.fromkeys(c.target for c in comparisons if c.target != "default"))
+    levers = ",".join(dict.fromkeys(c.target for c in comparisons if c.target != DEFAULT))
     levels = ",".join(str(level) for level in sorted({c.concurrency for c in comparisons}))
     rounds = len(comparisons[0].output_tokens_per_s)
-    assert f"nox -s bench -- --levers {levers} --concurrency {levels} --rounds {rounds}\n" in page
-    # What the page reads from it: the same rounds' ratios as the table's.
+    assert f"nox -s bench -- --levers {levers} --concurrency {levels} --rounds {rounds} " in page
+
     by = {(c.target, c.concurrency): c for c in comparisons}
-    reading = {}
-    for (target, level), lever in by.items():
-        if target != "default":
-            paired = KindComparison.of(lever, by["default", level])
-            reading[target, level] = (
-                _leaning(paired.ttft_ratios),
-                _leaning(paired.throughput_ratios),
-            )
-    assert reading == LEVER_READING
+    paired = {
+        (target, level): KindComparison.of(lever, by[DEFAULT, level])
+        for (target, level), lever in by.items()
+        if target != DEFAULT
+    }
+    leaning = {"faster every round": "higher", "slower every round": "lower"}
+    # What the page reads from it, each reading where the page says it.
+    for target, level, figure, expected, words in LEVER_READING:
+        ratios = getattr(paired[target, level], f"{figure}_ratios")
+        assert leaning.get(verdict(ratios), "within noise") == expected, (target, level, figure)
+        assert words in page, words
+    # The figures the prose cites (docs/conf.py) are the table's medians.
+    substitutions = runpy.run_path(str(ROOT / "docs" / "conf.py"))["myst_substitutions"]
+    for (target, level), kinds in paired.items():
+        name = f"lever_{target.replace('-', '_')}_{level}"
+        for figure in ("ttft", "throughput"):
+            median = statistics.median(getattr(kinds, f"{figure}_ratios"))
+            assert substitutions[f"{name}_{figure}_ratio"] == f"{median:.2f}"
+    assert substitutions["lever_default_1_ttft"] == f"{by[DEFAULT, 1].ttft:.0f}"
+    assert substitutions["lever_rounds"] == str(rounds)
+    assert substitutions["lever_chance"] == str(2 ** (rounds - 1))

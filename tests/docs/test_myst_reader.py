@@ -186,6 +186,9 @@ def test_inline_parts_in_alt_text_and_after_crlf_are_found_where_written() -> No
         "{doc}`tuning`",
         "`w`",
     ]
+    # An image after a "\r\n", inside a link, and a "\r\n" at the very end.
+    text = "Go\r\n[![a `b` c](i.png) and `d`](x.html)\r\n"
+    assert [text[p.start : p.end] for p in myst.inline_parts(text)] == ["`b`", "`d`"]
 
 
 def test_prose_only_blanks_the_parts_the_reader_finds_and_keeps_escaped_backticks() -> None:

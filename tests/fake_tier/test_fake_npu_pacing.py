@@ -2,8 +2,9 @@
 
 The end-to-end test runs the fake tier's engine as the Compose path runs it
 (vLLM's OpenAI server with the fake platform and the tiny model, no Ray), with
-the pacing on, and times one stream: its first token waits for the paced
-prefill, and each further token for one paced decode step. The other tests
+the pacing on, and times two streams: the difference between their first tokens
+is the paced prefill of the longer prompt's extra tokens, and each further token
+waits for one paced decode step. The other tests
 check the settings and the pacer without an engine.
 """
 
@@ -209,10 +210,9 @@ def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessSe
     with serve_vllm(args, env=env, workdir=workdir, ready_timeout_s=READY_TIMEOUT_S) as server:
         # A fresh server's first request pays one-time costs on top of its paced steps
         # (CI, twice: a 0.4 s paced prefill answered in 0.59 and 0.61 s). The test times
-        # a warm server; the warm-up's prompt shares no prefix with the timed one.
-        OpenAI(base_url=f"{server.base_url}/v1", api_key="not-used").completions.create(
-            model="tiny", prompt=[7] * 8, max_tokens=2, temperature=0
-        )
+        # a warm server: warmed by a stream like the timed ones, as long as the long one,
+        # sharing no prefix with either.
+        _stream_times(server, [210 + i % 40 for i in range(PROMPT_TOKENS)])
         yield server
 
 

@@ -92,8 +92,10 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
         "(vllm/model_executor/model_loader/default_loader.py)"
     ),
     "kv_transfer_config": (
-        "prefill-decode disaggregation's KV transfer, never tried on the CPU engine: the "
-        "fake tier serves each of a prefill-decode app's engines as a plain engine"
+        "prefill-decode disaggregation's KV transfer, never tried on the CPU engine; without "
+        "it Ray Serve LLM's prefill-decode server has no KV-connector backend and fails every "
+        "request (ray/llm/_internal/serve/serving_patterns/prefill_decode/pd_server.py, "
+        "ray 2.60.0), so a prefill-decode app does not serve on the fake tier"
     ),
 }
 
