@@ -4,8 +4,8 @@
 A3 node (sixteen fake NPUs), runs the recipe through the fake tier's adapter (four
 data-parallel ranks, one CPU engine worker each, a tiny mixture-of-experts model),
 sends one chat request and prints each engine worker's NPUs. What it prints is what
-these tests read; tests/fake_tier/test_fake_npu_a3_data_parallel.py reads the same
-run's cluster directly and kills a rank.
+these tests read. tests/fake_tier/test_fake_npu_a3_data_parallel.py serves the same
+recipe on a fake A3 node of its own, whose cluster it reads directly, and kills a rank.
 """
 
 from __future__ import annotations
