@@ -207,13 +207,16 @@ def inline_parts(text: str) -> list[InlinePart]:
     Code spans are read as CommonMark reads them (any run of backticks, across lines);
     a code span right after ``:name:`` is a reStructuredText role.
     """
-    # markdown-it reads "\r\n" and "\r" as "\n" first; spans are mapped back to ``text``.
-    source = _source_offsets(text)
-    return [
-        replace(part, start=source[part.start], end=source[part.end])
+    parts = [
+        part
         for block in _inline_parser().parseInline(text)
         for part in _parts(block.children or [], 0)
     ]
+    if "\r" not in text:
+        return parts
+    # markdown-it reads "\r\n" and "\r" as "\n" first; spans are mapped back to ``text``.
+    source = _source_offsets(text)
+    return [replace(part, start=source[part.start], end=source[part.end]) for part in parts]
 
 
 def _parts(tokens: Sequence[Token], offset: int) -> Iterator[InlinePart]:
