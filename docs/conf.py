@@ -140,22 +140,25 @@ def _bench_profile_figures() -> dict[str, str]:
 
 def _bench_lever_figures() -> dict[str, str]:
     """The figures the tuning page cites from the committed run of ``nox -s bench --
-    --levers``: per lever and concurrency, ``lever_<name>_<concurrency>_<figure>``."""
-    comparisons = json.loads((DOCS / "_static" / "bench" / "levers" / "levers.json").read_text())
-    by = {(c["target"], c["concurrency"]): c for c in comparisons}
-    rounds = len(comparisons[0]["output_tokens_per_s"])
+    --levers``: per lever and concurrency, ``lever_<name>_<concurrency>_<figure>``, the
+    lever's median and its ratio to the default, as the run's table reads them."""
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison, KindComparison
+
+    comparisons = [
+        Comparison.model_validate(c)
+        for c in json.loads((DOCS / "_static" / "bench" / "levers" / "levers.json").read_text())
+    ]
+    by = {(c.target, c.concurrency): c for c in comparisons}
+    rounds = len(comparisons[0].output_tokens_per_s)
     # A lever that changes nothing leans one way in every round once in this many runs.
     figures = {"lever_rounds": str(rounds), "lever_chance": str(2 ** (rounds - 1))}
     for (target, level), lever in by.items():
-        default = by["default", level]
         name = f"lever_{target.replace('-', '_')}_{level}"
-        for figure, field in (("ttft", "ttft_p50_ms"), ("throughput", "output_tokens_per_s")):
-            figures[f"{name}_{figure}"] = f"{statistics.median(lever[field]):.0f}"
-            # Each round's lever over that round's default, as the table's ratios.
-            ratios = [
-                mine / theirs for mine, theirs in zip(lever[field], default[field], strict=True)
-            ]
-            figures[f"{name}_{figure}_ratio"] = f"{statistics.median(ratios):.2f}"
+        paired = KindComparison.of(lever, by[DEFAULT, level])
+        figures[f"{name}_ttft"] = f"{lever.ttft:.0f}"
+        figures[f"{name}_throughput"] = f"{lever.throughput:.0f}"
+        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
+        figures[f"{name}_throughput_ratio"] = f"{statistics.median(paired.throughput_ratios):.2f}"
     return figures
 
 

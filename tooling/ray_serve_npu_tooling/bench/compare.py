@@ -6,13 +6,14 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.plots import pyplot
 from pydantic import BaseModel
 
 DIRECT = "direct"
 SERVE_NPU = "serve-npu"
 SERVE_GPU = "serve-gpu"
 TARGETS = (DIRECT, SERVE_NPU, SERVE_GPU)
+#: The levers' reference arm: the recipe's app as it ships.
+DEFAULT = "default"
 
 
 class Comparison(BaseModel):
@@ -144,6 +145,10 @@ class KindComparison(BaseModel):
 
 def plot_comparison(comparisons: Sequence[Comparison], path: Path) -> Path:
     """TTFT p50 and output throughput by concurrency, a line per target; bars span the rounds."""
+    # Imported here: the reader's plotting module lives in recipes/, which the docs
+    # build (it reads the comparisons, not the plots) does not put on its path.
+    from bench.plots import pyplot
+
     plt = pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=80)
     panels = (

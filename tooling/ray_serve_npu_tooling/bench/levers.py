@@ -32,9 +32,7 @@ from pydantic import BaseModel
 
 from ray_serve_npu_tooling.serve_apps import run_apps
 
-from .compare import Comparison, KindComparison, ratio_cell
-
-DEFAULT = "default"
+from .compare import DEFAULT, Comparison, KindComparison, ratio_cell
 
 
 class Lever(BaseModel, frozen=True):
