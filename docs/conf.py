@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, hardware  # noqa: E402
-from ray_serve_npu.releases import RELEASES  # noqa: E402
+from ray_serve_npu.releases import COMPOSE_RELEASE, RELEASES, Release  # noqa: E402
 
 project = "ray-serve-npu"
 author = "ray-serve-npu developers"
@@ -93,6 +93,24 @@ def _pin_table() -> str:
     return "\n".join(rows)
 
 
+def _release_facts(prefix: str, data: Release) -> dict[str, str]:
+    """A release's versions, images and jemalloc paths, each name with ``prefix``: the
+    Ray Serve LLM path's release unprefixed, the Compose path's as ``compose_*``."""
+    facts = {
+        "vllm_ascend_version": data.tag,
+        "vllm_version": data.vllm,
+        "cann_version": data.cann,
+        "torch_version": data.torch,
+        "torch_npu_version": data.torch_npu,
+        "image_a2": data.image("A2"),
+        "image_a3": data.image("A3"),
+        "image_a2_openeuler": data.image("A2", "openeuler"),
+        "jemalloc_ubuntu": data.jemalloc_paths["ubuntu"],
+        "jemalloc_openeuler": data.jemalloc_paths["openeuler"],
+    }
+    return {f"{prefix}{name}": value for name, value in facts.items()}
+
+
 def _readable_range(specifiers: object) -> str:
     """``>= 2.56.1, < 2.61`` for ``SpecifierSet(">=2.56.1,<2.61")``: lower bounds first."""
     order = {">": 0, ">=": 0, "~=": 1, "==": 1, "!=": 2, "<=": 3, "<": 3}
@@ -163,13 +181,10 @@ def _bench_lever_figures() -> dict[str, str]:
 
 
 myst_substitutions = {
-    "vllm_ascend_version": _release.tag,
-    "vllm_version": _release.vllm,
+    **_release_facts("", _release),
+    **_release_facts("compose_", COMPOSE_RELEASE),
     # The newest supported release (the data's order: oldest first).
     "newest_vllm_ascend": list(RELEASES)[-1],
-    "cann_version": _release.cann,
-    "torch_version": _release.torch,
-    "torch_npu_version": _release.torch_npu,
     "ray_version": _ray,
     "ray_series": compat.ray_series(_ray),
     "ray_vllm_pin": compat.RAY_VLLM_PINS[_ray],
@@ -181,15 +196,10 @@ myst_substitutions = {
     "tested_ray_high": compat.TESTED_RAY[-1],
     "tested_ray": ", ".join(compat.TESTED_RAY),
     "image_repository": hardware.IMAGE_REPOSITORY,
-    "image_a2": hardware.image(_release.tag, hardware.A2),
-    "image_a3": hardware.image(_release.tag, hardware.A3),
-    "image_a2_openeuler": hardware.image(_release.tag, hardware.A2, openeuler=True),
     "a2_devices": str(hardware.A2.devices_per_node),
     "a3_devices": str(hardware.A3.devices_per_node),
     "a2_last_device": str(hardware.A2.devices_per_node - 1),
     "a3_last_device": str(hardware.A3.devices_per_node - 1),
-    "jemalloc_ubuntu": hardware.JEMALLOC_PATHS["ubuntu"],
-    "jemalloc_openeuler": hardware.JEMALLOC_PATHS["openeuler"],
     "npu_resource": hardware.NPU_RESOURCE,
     "visible_devices_env": hardware.VISIBLE_DEVICES_ENV_VAR,
     "noset_visible_devices_env": hardware.NOSET_VISIBLE_DEVICES_ENV_VAR,

@@ -2,8 +2,8 @@
 
 ``{node-kind-facts} A3`` renders what the deploy page needs to know about an
 Atlas 800 node kind: the NPUs Ray counts there and the SoC names it reports
-(:data:`ray_serve_npu.hardware.NODE_KINDS`), the images of the recipes' release
-for it, and the single-node run of vLLM-Ascend's DeepSeek-V4-Flash tutorial for
+(:data:`ray_serve_npu.hardware.NODE_KINDS`), the images of the Ray Serve LLM
+recipes' release for it, and the single-node run of vLLM-Ascend's DeepSeek-V4-Flash tutorial for
 it (both from the release data, :mod:`ray_serve_npu.releases`). No number is
 typed on a page, so a change in the data is a change in the table.
 
@@ -20,7 +20,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from ray_serve_npu import hardware
 from ray_serve_npu.hardware import NODE_KINDS, NodeKind
-from ray_serve_npu.releases import DATA_DIR, DEFAULT_RELEASE, OPERATING_SYSTEMS, Release
+from ray_serve_npu.releases import DATA_DIR, OPERATING_SYSTEMS, SERVE_LLM_RELEASE, Release
 
 #: Every fixed text of the table, per language; ``code`` in backticks.
 TEXTS: dict[str, dict[str, str]] = {
@@ -131,7 +131,7 @@ def node_kind_facts(kind: NodeKind, data: Release, words: dict[str, str]) -> nod
 
 
 class NodeKindFacts(SphinxDirective):
-    """``{node-kind-facts} A3``: one node kind's facts at the recipes' release."""
+    """``{node-kind-facts} A3``: one node kind's facts at the Ray Serve LLM recipes' release."""
 
     required_arguments = 1
     has_content = False
@@ -145,9 +145,9 @@ class NodeKindFacts(SphinxDirective):
             )
         kind = NODE_KINDS[name]
         # Rebuild the page when the release's data changes.
-        self.env.note_dependency(str(DATA_DIR / f"{DEFAULT_RELEASE.tag}.yaml"))
+        self.env.note_dependency(str(DATA_DIR / f"{SERVE_LLM_RELEASE.tag}.yaml"))
         self.env.note_dependency(hardware.__file__)
-        return [node_kind_facts(kind, DEFAULT_RELEASE, texts(self.config.language))]
+        return [node_kind_facts(kind, SERVE_LLM_RELEASE, texts(self.config.language))]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -1,7 +1,8 @@
-"""Fail the build when a recipe pins another release than ``ray_serve_npu.compat``.
+"""Fail the build when a recipe pins another release than its path's.
 
-``recipes/Dockerfile`` and ``recipes/docker-compose.yaml`` must state their pins
-literally (a reader copies them), so this check keeps them equal to the one
+``recipes/Dockerfile`` (the Ray Serve LLM path) and the Compose files must state
+their pins literally (a reader copies them), so this check keeps them equal to the
+release each path pins (``ray_serve_npu.releases.PATH_RELEASES``), the one
 definition the pages are built from.
 """
 
@@ -14,6 +15,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from ray_serve_npu import compat, hardware
+from ray_serve_npu.releases import COMPOSE_RELEASE
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +39,13 @@ def check_pins(recipes: Path) -> list[str]:
     fastapi = f'"fastapi{compat.RAY_2_56_FASTAPI}"'
     if compat.ray_series(release.ray) == "2.56.x" and fastapi not in dockerfile:
         problems.append(f"recipes/Dockerfile: pip must install {fastapi} beside ray 2.56")
-    compose = (recipes / "docker-compose.yaml").read_text()
-    image = hardware.image(release.tag, hardware.A2)
-    if f"image: {image}\n" not in compose:
-        problems.append(f"recipes/docker-compose.yaml: expected image {image}")
+    for name, kind in (
+        ("docker-compose.yaml", hardware.A2),
+        ("docker-compose-a3.yaml", hardware.A3),
+    ):
+        image = hardware.image(COMPOSE_RELEASE.tag, kind)
+        if f"image: {image}\n" not in (recipes / name).read_text():
+            problems.append(f"recipes/{name}: expected image {image}")
     return problems
 
 

@@ -6,7 +6,9 @@ One row per release data file (:mod:`ray_serve_npu.releases`): the vLLM, CANN an
 torch_npu its images carry, its images per node kind, and for each path whether it
 runs on the release. For Ray Serve LLM the release's pairing decides: the Ray the
 data pairs with it, or ``no Ray pairs`` with the data's reason and what was
-measured. Nothing in the table is typed on a page, so a new data file is a new row.
+measured. Each path's cell in the row of the release its recipes pin says so, with
+the reason ``paths.yaml`` gives. Nothing in the table is typed on a page, so a new
+data file is a new row.
 
 The fixed words are in the build's language (English, or Chinese for
 ``-D language=zh_CN``), as ``test_status`` does; the data's own sentences (the
@@ -29,9 +31,11 @@ from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu.releases import (
     DATA_DIR,
-    DEFAULT_RELEASE,
     OPERATING_SYSTEMS,
+    PATH_RELEASES,
+    PATHS_FILE,
     RELEASES,
+    PathReleases,
     Release,
     differing_settings,
 )
@@ -44,7 +48,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_images": "Images per node kind",
         "head_serve_llm": "Ray Serve LLM",
         "head_compose": "`vllm serve` under Compose",
-        "default": "the recipes' release",
+        "serve_llm_default": "The Ray Serve LLM recipes pin this release: {why}",
+        "compose_default": "The Compose recipes pin this release: {why}",
         "stack": "vLLM {vllm}, CANN {cann}, torch_npu {torch_npu}",
         "not_published": "{kind}: none published ({why})",
         "exact": "Supported with Ray {ray}: its Serve LLM pins this very vLLM.",
@@ -68,7 +73,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_images": "各节点类型的镜像",
         "head_serve_llm": "Ray Serve LLM",
         "head_compose": "Compose 下的 `vllm serve`",
-        "default": "配方所用的版本",
+        "serve_llm_default": "Ray Serve LLM 的配方使用此版本：{why}",
+        "compose_default": "Compose 的配方使用此版本：{why}",
         "stack": "vLLM {vllm}，CANN {cann}，torch_npu {torch_npu}",
         "not_published": "{kind}：未发布镜像（{why}）",
         "exact": "支持，搭配 Ray {ray}：其 Serve LLM 锁定的正是这个 vLLM。",
@@ -104,6 +110,14 @@ def _images(data: Release, words: dict[str, str]) -> list[str]:
     return lines
 
 
+def _pinned(data: Release, path: str, pins: PathReleases, words: dict[str, str]) -> list[str]:
+    """The path's mark, with the data's reason, where its recipes pin this release."""
+    pin = getattr(pins, path)
+    if pin.release != data.tag:
+        return []
+    return [words[f"{path}_default"].format(why=" ".join(pin.why.split()))]
+
+
 def _serve_llm(data: Release, words: dict[str, str]) -> list[str]:
     pairing = data.pairing
     if pairing.ray is not None and pairing.match is not None:
@@ -123,7 +137,9 @@ def _compose(data: Release, words: dict[str, str]) -> list[str]:
     return [words["compose"], rules]
 
 
-def release_matrix(releases: Iterable[Release], words: dict[str, str], default: str) -> nodes.table:
+def release_matrix(
+    releases: Iterable[Release], words: dict[str, str], pins: PathReleases
+) -> nodes.table:
     """One row per release, in the reverse of the given order (the data's: oldest first)."""
     headers = ["head_release", "head_stack", "head_images", "head_serve_llm", "head_compose"]
     table = nodes.table(classes=["release-matrix"])
@@ -136,15 +152,14 @@ def release_matrix(releases: Iterable[Release], words: dict[str, str], default: 
     body = nodes.tbody()
     group += body
     for data in reversed(list(releases)):
-        tag = [f"`{data.tag}`"] + ([words["default"]] if data.tag == default else [])
         stack = words["stack"].format(vllm=data.vllm, cann=data.cann, torch_npu=data.torch_npu)
         body += nodes.row(
             "",
-            code_cell(*tag),
+            code_cell(f"`{data.tag}`"),
             code_cell(stack),
             code_cell(*_images(data, words)),
-            code_cell(*_serve_llm(data, words)),
-            code_cell(*_compose(data, words)),
+            code_cell(*_pinned(data, "serve_llm", pins, words), *_serve_llm(data, words)),
+            code_cell(*_pinned(data, "compose", pins, words), *_compose(data, words)),
         )
     return table
 
@@ -216,6 +231,7 @@ def _note_release_data(directive: SphinxDirective) -> list[Release]:
     releases = list(RELEASES.values())
     for data in releases:
         directive.env.note_dependency(str(DATA_DIR / f"{data.tag}.yaml"))
+    directive.env.note_dependency(str(PATHS_FILE))
     return releases
 
 
@@ -235,7 +251,7 @@ class ReleaseMatrix(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         releases = _note_release_data(self)
-        return [release_matrix(releases, texts(self.config.language), DEFAULT_RELEASE.tag)]
+        return [release_matrix(releases, texts(self.config.language), PATH_RELEASES)]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

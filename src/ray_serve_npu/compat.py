@@ -13,7 +13,7 @@ from importlib import metadata
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ray_serve_npu.releases import DEFAULT_RELEASE, Release
+from ray_serve_npu.releases import SERVE_LLM_RELEASE, Release
 
 #: The Ray releases this plugin supports, and the points of that range CI tests
 #: (noxfile.py's RAY_STACKS, each beside the vLLM its Serve LLM pins), oldest first.
@@ -45,9 +45,9 @@ RAY_2_56_FASTAPI = SpecifierSet("<0.139.2")
 #: A vLLM-Ascend release and the stack its images carry.
 AscendRelease = Release
 
-#: The release the recipes pin. Source: vllm-ascend
-#: ``docs/source/community/versioning_policy.md`` at the release's tag.
-VLLM_ASCEND: AscendRelease = DEFAULT_RELEASE
+#: The release the Ray Serve LLM recipes pin (``releases/paths.yaml``). Source:
+#: vllm-ascend ``docs/source/community/versioning_policy.md`` at the release's tag.
+VLLM_ASCEND: AscendRelease = SERVE_LLM_RELEASE
 
 
 def _series(version: str) -> tuple[int, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ray_serve_npu.releases import DEFAULT_RELEASE, release
+from ray_serve_npu.releases import SERVE_LLM_RELEASE, release
 
 #: The Ray resource an NPU is counted in. vLLM-Ascend's platform asks Ray for
 #: it per worker (``ray_device_key = "NPU"`` in ``vllm_ascend/platform.py``).
@@ -50,15 +50,6 @@ class NodeKind:
         modules = self.devices_per_node // self.devices_per_module
         return f"{self.memory_per_device_gb * self.devices_per_module}G × {modules}"
 
-    @property
-    def image_tag_suffix(self) -> str:
-        """Suffix of the vLLM-Ascend image tag (Ubuntu flavour); kernels are built per
-        chip, so an image serves only its own node kind
-        (vllm-ascend ``docs/source/installation.md``)."""
-        # The pinned release's suffix: tags are release data (releases/<tag>.yaml);
-        # image() gives another release's.
-        return DEFAULT_RELEASE.images.tags[self.name].suffix("ubuntu")
-
 
 #: Atlas 800 A2: eight Ascend 910B devices of 64 GB each.
 A2 = NodeKind(
@@ -98,16 +89,17 @@ A3 = NodeKind(
 
 NODE_KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (A2, A3)}
 
-# The image repository, tags and jemalloc paths vary by release: the pinned
-# release's data (ray_serve_npu/releases/<tag>.yaml) states them.
+# The image repository, tags and jemalloc paths vary by release: each release's
+# data (ray_serve_npu/releases/<tag>.yaml) states them. The two names below are the
+# Ray Serve LLM path's release's; image() gives any release's.
 
 #: The vLLM-Ascend image repository (vllm-ascend ``docs/source/installation.md``).
-IMAGE_REPOSITORY: str = DEFAULT_RELEASE.image_repository
+IMAGE_REPOSITORY: str = SERVE_LLM_RELEASE.image_repository
 
 #: jemalloc in the images, by base OS: the Ubuntu images (default tags) and the
 #: openEuler ones (``-openeuler`` tags). The vLLM-Ascend DeepSeek-V4-Flash
 #: tutorial preloads the Ubuntu path.
-JEMALLOC_PATHS: dict[str, str] = DEFAULT_RELEASE.jemalloc_paths
+JEMALLOC_PATHS: dict[str, str] = SERVE_LLM_RELEASE.jemalloc_paths
 
 
 def image(tag: str, node_kind: NodeKind, *, openeuler: bool = False) -> str:

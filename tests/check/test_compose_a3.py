@@ -15,7 +15,7 @@ from ray_serve_npu.check import check_file
 from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.findings import Severity
 from ray_serve_npu.hardware import A2, A3, NODE_KINDS
-from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.releases import COMPOSE_RELEASE, SERVE_LLM_RELEASE
 from ray_serve_npu.vllm_cli import vllm_serve_service
 
 COMPOSE = {
@@ -61,7 +61,7 @@ def _service(kind: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", sorted(COMPOSE))
 def test_compose_runs_the_tutorials_flags_for_its_node_kind(kind: str) -> None:
-    run = DEFAULT_RELEASE.run(kind)
+    run = COMPOSE_RELEASE.run(kind)
     command = vllm_serve_service(COMPOSE[kind]).command
     flags = {flag.removeprefix("--"): _value(value) for flag, value in command}
     additional = flags.pop("additional-config")
@@ -75,7 +75,7 @@ def test_compose_runs_the_tutorials_flags_for_its_node_kind(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", sorted(COMPOSE))
 def test_compose_sets_the_tutorials_environment(kind: str) -> None:
-    run = DEFAULT_RELEASE.run(kind)
+    run = COMPOSE_RELEASE.run(kind)
     environment = dict(_service(kind)["environment"])
     assert environment.pop("VLLM_API_KEY").startswith("${OPENAI_API_KEY:?")
     expected = dict(run.env)
@@ -88,10 +88,10 @@ def test_compose_sets_the_tutorials_environment(kind: str) -> None:
 
 def test_a3_compose_uses_the_a3_image_and_maps_every_a3_device() -> None:
     service = _service("A3")
-    assert service["image"] == DEFAULT_RELEASE.image("A3")
+    assert service["image"] == COMPOSE_RELEASE.image("A3")
     davinci = [d for d in service["devices"] if d.removeprefix("/dev/davinci").isdigit()]
     assert davinci == [f"/dev/davinci{i}" for i in range(A3.devices_per_node)]
-    run = DEFAULT_RELEASE.run("A3")
+    run = COMPOSE_RELEASE.run("A3")
     assert run.data_parallel_size * run.tensor_parallel_size == A3.devices_per_node
 
 
@@ -119,8 +119,8 @@ def test_compose_file_is_clean(kind: str) -> None:
 
 
 # Planted inputs: the A3 file and the A2 file, each with one thing wrong.
-A3_IMAGE = DEFAULT_RELEASE.image("A3")
-A2_IMAGE = DEFAULT_RELEASE.image("A2")
+A3_IMAGE = COMPOSE_RELEASE.image("A3")
+A2_IMAGE = COMPOSE_RELEASE.image("A2")
 
 
 def _planted(tmp_path: Path, kind: str, old: str, new: str) -> Path:
@@ -345,7 +345,9 @@ def test_a_dockerfiles_image_is_fixed_where_it_is_set(
     # build's, not an edit of the file.
     assert main(["--node-kind", "A3", str(DOCKERFILE)]) == 1
     (line,) = _lines(capsys.readouterr().out, "image-node-kind-mismatch")
-    assert line.endswith(f"(fix: docker build --build-arg VLLM_ASCEND_IMAGE={A3_IMAGE})")
+    # The Dockerfile builds the Ray Serve LLM path's image, of that path's release.
+    fix = f"VLLM_ASCEND_IMAGE={SERVE_LLM_RELEASE.image('A3')})"
+    assert line.endswith(f"(fix: docker build --build-arg {fix}")
     # A FROM that names the image itself is fixed in the file.
     literal = tmp_path / "Dockerfile"
     literal.write_text(f"FROM {A2_IMAGE}\n")

@@ -17,7 +17,7 @@ from docutils import nodes
 from ruamel.yaml import YAML
 
 from ray_serve_npu.hardware import NODE_KINDS
-from ray_serve_npu.releases import DATA_DIR, DEFAULT_RELEASE, OPERATING_SYSTEMS
+from ray_serve_npu.releases import DATA_DIR, OPERATING_SYSTEMS, SERVE_LLM_RELEASE
 from ray_serve_npu.releases.loader import load_release_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +35,12 @@ def _text(table: nodes.table) -> str:
 @pytest.mark.parametrize("name", list(NODE_KINDS))
 def test_each_kind_shows_its_data(name: str, language: str) -> None:
     kind = NODE_KINDS[name]
-    run = DEFAULT_RELEASE.deepseek_v4_flash.runs[name]
-    text = _text(node_kind_facts(kind, DEFAULT_RELEASE, texts(language)))
+    run = SERVE_LLM_RELEASE.deepseek_v4_flash.runs[name]
+    text = _text(node_kind_facts(kind, SERVE_LLM_RELEASE, texts(language)))
     assert f"Atlas 800 {name}" in text
     assert all(soc in text for soc in kind.soc_names)
     for os in OPERATING_SYSTEMS:
-        assert DEFAULT_RELEASE.image(name, os) in text
+        assert SERVE_LLM_RELEASE.image(name, os) in text
     numbers = re.findall(r"\d+", text)
     assert kind.tutorial_listing in text
     for value in (
@@ -57,16 +57,16 @@ def test_each_kind_shows_its_data(name: str, language: str) -> None:
 
 def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
     yaml = YAML(typ="safe", pure=True)
-    data = yaml.load((DATA_DIR / f"{DEFAULT_RELEASE.tag}.yaml").read_text())
+    data = yaml.load((DATA_DIR / f"{SERVE_LLM_RELEASE.tag}.yaml").read_text())
     data["deepseek_v4_flash"]["runs"]["A3"]["args"]["max-model-len"] = 777777
     data["deepseek_v4_flash"]["runs"]["A3"]["args"]["data-parallel-size"] = 3
-    changed = tmp_path / f"{DEFAULT_RELEASE.tag}.yaml"
+    changed = tmp_path / f"{SERVE_LLM_RELEASE.tag}.yaml"
     with changed.open("w") as stream:
         yaml.dump(data, stream)
     kind = dataclasses.replace(NODE_KINDS["A3"], devices_per_node=99)
     words = texts("en")
 
-    before = _text(node_kind_facts(NODE_KINDS["A3"], DEFAULT_RELEASE, words))
+    before = _text(node_kind_facts(NODE_KINDS["A3"], SERVE_LLM_RELEASE, words))
     after = _text(node_kind_facts(kind, load_release_file(changed), words))
     assert "777777" in after and "777777" not in before
     assert "Data parallel 3 × tensor parallel 4: 12 NPUs" in after
@@ -79,7 +79,7 @@ def test_both_editions_have_every_text() -> None:
 
 
 def test_no_cell_reaches_the_catalogues() -> None:
-    table = node_kind_facts(NODE_KINDS["A3"], DEFAULT_RELEASE, texts("en"))
+    table = node_kind_facts(NODE_KINDS["A3"], SERVE_LLM_RELEASE, texts("en"))
     assert all(not node.source for node in table.findall(nodes.TextElement))
 
 

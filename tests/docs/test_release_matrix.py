@@ -20,8 +20,8 @@ from ruamel.yaml import YAML
 
 from ray_serve_npu.releases import (
     DATA_DIR,
-    DEFAULT_RELEASE,
     OPERATING_SYSTEMS,
+    PATH_RELEASES,
     RELEASES,
     differing_settings,
 )
@@ -51,7 +51,7 @@ def _flat(text: str) -> str:
 @pytest.mark.parametrize("language", list(TEXTS))
 def test_every_release_has_a_row_with_its_data(language: str) -> None:
     words = texts(language)
-    rows = _rows(release_matrix(RELEASES.values(), words, DEFAULT_RELEASE.tag))
+    rows = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES))
     assert list(rows) == list(reversed(RELEASES)), "one row per release, newest first"
     for tag, data in RELEASES.items():
         row = rows[tag]
@@ -71,7 +71,31 @@ def test_every_release_has_a_row_with_its_data(language: str) -> None:
                 assert f"ray {run.ray}" in row and f"vLLM {run.vllm}" in row and run.date in row
                 assert all(_flat(step) in row for step in run.shown + run.not_shown)
         assert (data.rules or words["no_rules"].strip("`").split("`")[0]) in row
-        assert (words["default"] in row) == (tag == DEFAULT_RELEASE.tag)
+        for path in ("serve_llm", "compose"):
+            pin = getattr(PATH_RELEASES, path)
+            # The cell renders `code` as a literal: its text has no backticks.
+            mark = _flat(words[f"{path}_default"].format(why=pin.why)).replace("`", "")
+            assert (mark in row) == (tag == pin.release), (path, tag)
+
+
+def test_each_path_is_marked_in_the_row_of_the_release_it_names() -> None:
+    # Each path's cell: the Ray Serve LLM mark in the fourth, the Compose one in the fifth.
+    words = texts("en")
+    pins = PATH_RELEASES.model_copy(
+        update={"compose": PATH_RELEASES.compose.model_copy(update={"release": "v0.22.1rc1"})}
+    )
+    table = release_matrix(RELEASES.values(), words, pins)
+    marked = {
+        (row[0].astext(), column)
+        for row in table.findall(nodes.row)
+        if isinstance(row.parent, nodes.tbody)
+        for column, path in ((3, "serve_llm"), (4, "compose"))
+        if words[f"{path}_default"].split(":")[0] in row[column].astext()
+    }
+    assert marked == {
+        (f"{PATH_RELEASES.serve_llm.release}", 3),
+        ("v0.22.1rc1", 4),
+    }
 
 
 def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
@@ -87,8 +111,8 @@ def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
         yaml.dump(data, stream)
 
     words = texts("en")
-    before = _rows(release_matrix(RELEASES.values(), words, DEFAULT_RELEASE.tag))[newest]
-    after = _rows(release_matrix(load_releases(tmp_path).values(), words, DEFAULT_RELEASE.tag))
+    before = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES))[newest]
+    after = _rows(release_matrix(load_releases(tmp_path).values(), words, PATH_RELEASES))
     assert "77.7.7" in after[newest] and "77.7.7" not in before
     assert "no Ray pairs: a planted reason" in after[newest]
     assert f"CANN {RELEASES[newest].cann}," not in after[newest]
@@ -100,7 +124,7 @@ def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
     for path in tmp_path.glob("v*.yaml"):
         if path != changed:
             shutil.copy(path, fewer / path.name)
-    rows = _rows(release_matrix(load_releases(fewer).values(), words, DEFAULT_RELEASE.tag))
+    rows = _rows(release_matrix(load_releases(fewer).values(), words, PATH_RELEASES))
     assert newest not in rows and len(rows) == len(RELEASES) - 1
 
 
@@ -113,7 +137,7 @@ def test_both_editions_have_every_text() -> None:
 def test_no_cell_reaches_the_catalogues() -> None:
     # Sphinx's gettext builder skips a text node without a source (a generated one),
     # so the catalogues keep no version from the table.
-    table = release_matrix(RELEASES.values(), texts("en"), DEFAULT_RELEASE.tag)
+    table = release_matrix(RELEASES.values(), texts("en"), PATH_RELEASES)
     assert all(not node.source for node in table.findall(nodes.TextElement))
 
 

@@ -21,7 +21,7 @@ import pytest
 from dry_runs import dry_run_serving
 
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
-from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.releases import COMPOSE_RELEASE
 
 COMPOSE = "docker-compose-a3.yaml"
 MODEL_ID = "deepseek-v4-flash"
@@ -65,7 +65,7 @@ def test_fake_a3_compose_runs_the_four_data_parallel_ranks(dry_run: DryRunProces
     status, metrics = _get("/metrics")
     assert status == 200
     engines = set(re.findall(r'^vllm:num_requests_running\{[^}]*engine="(\d+)"', metrics, re.M))
-    assert engines == {str(rank) for rank in range(DEFAULT_RELEASE.run("A3").data_parallel_size)}
+    assert engines == {str(rank) for rank in range(COMPOSE_RELEASE.run("A3").data_parallel_size)}
     served = re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)", metrics, re.M)
     assert sum(float(count) for count in served) >= 1
 

@@ -19,11 +19,11 @@ from dry_runs import dry_run_serving
 
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
 RECIPE = "serve_npu_a3.py"
 MODEL_ID = "deepseek-v4-flash"
-RANKS = DEFAULT_RELEASE.run("A3").data_parallel_size
+RANKS = SERVE_LLM_RELEASE.run("A3").data_parallel_size
 #: Measured here: the command serves about 180 s after it starts, on two cores.
 READY_TIMEOUT_S = 900
 STOP_TIMEOUT_S = 180

@@ -18,7 +18,7 @@ import pytest
 from packaging.version import Version
 
 from ray_serve_npu import compat
-from ray_serve_npu.releases import DEFAULT_RELEASE, RELEASES, Release
+from ray_serve_npu.releases import RELEASES, SERVE_LLM_RELEASE, Release
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "recipes" / "Dockerfile"
@@ -70,11 +70,11 @@ def _series(version: str) -> tuple[int, ...]:
     return Version(version).release[:2]
 
 
-def test_the_build_arguments_default_to_the_default_release() -> None:
+def test_the_build_arguments_default_to_the_serve_llm_release() -> None:
     defaults = _arg_defaults()
-    assert defaults["VLLM_ASCEND_TAG"] == DEFAULT_RELEASE.tag
-    assert defaults["VLLM_ASCEND_IMAGE"] == DEFAULT_RELEASE.image("A2")
-    assert defaults["RAY_VERSION"] == DEFAULT_RELEASE.ray
+    assert defaults["VLLM_ASCEND_TAG"] == SERVE_LLM_RELEASE.tag
+    assert defaults["VLLM_ASCEND_IMAGE"] == SERVE_LLM_RELEASE.image("A2")
+    assert defaults["RAY_VERSION"] == SERVE_LLM_RELEASE.ray
 
 
 def test_the_stage_declares_every_argument_the_check_reads() -> None:
@@ -120,23 +120,25 @@ def test_the_check_passes_only_a_pairing_the_data_holds(tag: str, ray: str) -> N
 
 
 def test_a_patch_release_of_the_paired_series_passes() -> None:
-    paired = DEFAULT_RELEASE.ray
+    paired = SERVE_LLM_RELEASE.ray
     major, minor, patch = Version(paired).release[:3]
-    result = _run(DEFAULT_RELEASE.tag, DEFAULT_RELEASE.image("A2"), f"{major}.{minor}.{patch + 1}")
+    result = _run(
+        SERVE_LLM_RELEASE.tag, SERVE_LLM_RELEASE.image("A2"), f"{major}.{minor}.{patch + 1}"
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_an_image_of_another_release_stops_the_build() -> None:
     tags = list(RELEASES)
     other = RELEASES[tags[-1]]
-    result = _run(DEFAULT_RELEASE.tag, other.image("A2"), DEFAULT_RELEASE.ray)
+    result = _run(SERVE_LLM_RELEASE.tag, other.image("A2"), SERVE_LLM_RELEASE.ray)
     assert result.returncode != 0
-    assert other.image("A2") in result.stderr and DEFAULT_RELEASE.tag in result.stderr
+    assert other.image("A2") in result.stderr and SERVE_LLM_RELEASE.tag in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_an_unsupported_tag_names_the_supported_ones() -> None:
-    result = _run("v0.1.0", DEFAULT_RELEASE.image("A2"), DEFAULT_RELEASE.ray)
+    result = _run("v0.1.0", SERVE_LLM_RELEASE.image("A2"), SERVE_LLM_RELEASE.ray)
     assert result.returncode != 0
     assert result.stderr.startswith("VLLM_ASCEND_TAG:")
     assert all(tag in result.stderr for tag in RELEASES)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from recipe_modules import load_recipe
 
-from ray_serve_npu.releases import DEFAULT_RELEASE
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
 RECIPES = {"A2": "serve_npu", "A3": "serve_npu_a3"}
 
@@ -56,7 +56,7 @@ def _engine_kwargs(args: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", sorted(RECIPES))
 def test_the_recipe_runs_the_tutorials_engine_settings(kind: str) -> None:
-    run = DEFAULT_RELEASE.run(kind)
+    run = SERVE_LLM_RELEASE.run(kind)
     engine_kwargs = dict(load_recipe(RECIPES[kind]).llm_config.engine_kwargs)
     additional = engine_kwargs.pop("additional_config")
     expected = {**_engine_kwargs(run.args), **OURS, **OURS_BY_KIND[kind]}
@@ -69,7 +69,7 @@ def test_the_recipe_runs_the_tutorials_engine_settings(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", sorted(RECIPES))
 def test_the_recipe_sets_the_tutorials_environment(kind: str) -> None:
-    run = DEFAULT_RELEASE.run(kind)
+    run = SERVE_LLM_RELEASE.run(kind)
     env_vars = dict(load_recipe(RECIPES[kind]).llm_config.runtime_env["env_vars"])
     expected = dict(run.env)
     # Replaced by additional_config's enable_flashcomm1.

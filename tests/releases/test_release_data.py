@@ -10,11 +10,14 @@ import pytest
 from ray_serve_npu import compat, hardware
 from ray_serve_npu.check.rules import RULES_DIR, load_rules
 from ray_serve_npu.releases import (
+    COMPOSE_RELEASE,
     DATA_DIR,
-    DEFAULT_RELEASE,
     OPERATING_SYSTEMS,
+    PATHS_FILE,
     RELEASES,
+    SERVE_LLM_RELEASE,
     BadReleaseDataError,
+    load_path_releases,
     load_release_file,
     release,
 )
@@ -31,9 +34,35 @@ def test_every_supported_release_loads() -> None:
         assert loaded.tag == tag
 
 
-def test_the_seed_release_stays_the_default() -> None:
-    assert DEFAULT_RELEASE.tag == "v0.22.1rc1"
-    assert compat.VLLM_ASCEND is DEFAULT_RELEASE
+def test_each_path_pins_the_release_paths_yaml_names() -> None:
+    # The seed release stays the Ray Serve LLM path's until its pages' citations are
+    # re-traced at v0.25.1rc1; the Compose path takes the final release.
+    assert SERVE_LLM_RELEASE.tag == "v0.22.1rc1"
+    assert COMPOSE_RELEASE.tag == "v0.23.0"
+    assert compat.VLLM_ASCEND is SERVE_LLM_RELEASE
+
+
+def test_a_path_pinning_an_unsupported_release_names_the_field_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "paths.yaml"
+    text = PATHS_FILE.read_text()
+    assert text.count("  release: v0.23.0\n") == 1
+    path.write_text(text.replace("  release: v0.23.0\n", "  release: v0.24.0rc1\n"))
+    with pytest.raises(BadReleaseDataError) as error:
+        load_path_releases(path)
+    message = str(error.value)
+    assert f"{path}: field compose.release: 'v0.24.0rc1' is not a supported release" in message
+    assert "fix: name one of v0.22.1rc1, v0.23.0, v0.25.1rc1" in message
+
+
+def test_a_path_without_its_reason_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "paths.yaml"
+    path.write_text("serve_llm:\n  release: v0.22.1rc1\ncompose:\n  release: v0.23.0\n  why: x\n")
+    with pytest.raises(
+        BadReleaseDataError, match=r"field serve_llm\.why: Field required; fix: add"
+    ):
+        load_path_releases(path)
 
 
 def test_an_unknown_release_names_the_supported_ones() -> None:
@@ -72,11 +101,9 @@ def test_hardware_and_compat_read_the_release_data() -> None:
             assert hardware.image(data.tag, kind, openeuler=True) == data.image(
                 kind.name, "openeuler"
             )
-    assert hardware.IMAGE_REPOSITORY == DEFAULT_RELEASE.image_repository
-    assert hardware.JEMALLOC_PATHS == DEFAULT_RELEASE.jemalloc_paths
-    assert hardware.A3.image_tag_suffix == "-a3"
-    assert hardware.A2.image_tag_suffix == ""
-    assert compat.VLLM_ASCEND.vllm == DEFAULT_RELEASE.stack.vllm.version
+    assert hardware.IMAGE_REPOSITORY == SERVE_LLM_RELEASE.image_repository
+    assert hardware.JEMALLOC_PATHS == SERVE_LLM_RELEASE.jemalloc_paths
+    assert compat.VLLM_ASCEND.vllm == SERVE_LLM_RELEASE.stack.vllm.version
 
 
 # -- A bad data file: the error names the file, the field and the fix ---------

@@ -112,7 +112,7 @@ def test_versions_the_data_holds_pass(known: str) -> None:
 
 def test_a_recipe_with_a_planted_tag_fails_the_scan(tmp_path: Path) -> None:
     compose = (ROOT / "recipes" / "docker-compose.yaml").read_text()
-    planted = compose.replace("vllm-ascend:v0.22.1rc1", "vllm-ascend:v0.24.0rc1", 1)
+    planted = compose.replace("vllm-ascend:v0.23.0", "vllm-ascend:v0.24.0rc1", 1)
     assert planted != compose
     assert any("image tag v0.24.0rc1" in p for p in unknown_versions(planted))
     assert unknown_versions(compose) == []

@@ -1,4 +1,4 @@
-"""The docs build's pin check: recipes must state what ray_serve_npu.compat says."""
+"""The docs build's pin check: each recipe must state its path's release (releases/paths.yaml)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from recipe_pins import check_pins  # noqa: E402
 
 @pytest.fixture
 def recipes(tmp_path: Path) -> Path:
-    for name in ("Dockerfile", "docker-compose.yaml"):
+    for name in ("Dockerfile", "docker-compose.yaml", "docker-compose-a3.yaml"):
         shutil.copy(ROOT / "recipes" / name, tmp_path / name)
     return tmp_path
 
@@ -41,3 +41,21 @@ def test_a_dockerfile_pin_that_drifts_is_named(
 
     (found,) = check_pins(recipes)
     assert problem in found
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        ("docker-compose.yaml", "vllm-ascend:v0.23.0\n", "vllm-ascend:v0.22.1rc1\n"),
+        ("docker-compose-a3.yaml", "vllm-ascend:v0.23.0-a3\n", "vllm-ascend:v0.25.1rc1-a3\n"),
+    ],
+)
+def test_a_compose_file_of_another_release_than_the_paths_is_named(
+    recipes: Path, name: str, old: str, new: str
+) -> None:
+    compose = recipes / name
+    assert old in compose.read_text()
+    compose.write_text(compose.read_text().replace(old, new))
+
+    (found,) = check_pins(recipes)
+    assert found.startswith(f"recipes/{name}: expected image quay.io/ascend/vllm-ascend:v0.23.0")

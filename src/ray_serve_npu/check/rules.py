@@ -173,8 +173,10 @@ def load_rules(release: str, rules_dir: Path = RULES_DIR) -> RuleSet:
 
 
 def default_release() -> str:
-    """The release an input that names none is checked against: the one the recipes and
-    pages pin (``ray_serve_npu.releases.DEFAULT_RELEASE``)."""
-    from ray_serve_npu.releases import DEFAULT_RELEASE
+    """The release an input that names none is checked against: the one the Ray Serve
+    LLM recipes pin (``ray_serve_npu.releases.SERVE_LLM_RELEASE``). Inputs without an
+    image are recipes and Serve configs, which belong to that path; a Compose file
+    names its image."""
+    from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
-    return DEFAULT_RELEASE.tag
+    return SERVE_LLM_RELEASE.tag

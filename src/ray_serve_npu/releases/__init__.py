@@ -4,8 +4,9 @@ Every fact that changes from one vLLM-Ascend release to the next (the vLLM,
 CANN, torch and torch_npu its images carry, the image tags per node kind and
 OS, the jemalloc paths, the DeepSeek-V4-Flash tutorial's runs, the Ray that
 pairs with it and the checker's rules file) lives in ``<tag>.yaml`` beside this
-module, each with the file (and lines) at that tag that states it. This module
-is the one reader of those files; it imports no Ray.
+module, each with the file (and lines) at that tag that states it; ``paths.yaml``
+names the release each serving path pins. This module is the one reader of those
+files; it imports no Ray.
 
 >>> release("v0.22.1rc1").vllm
 '0.22.1'
@@ -15,7 +16,14 @@ from __future__ import annotations
 
 from ray_serve_npu.releases.images import ImageRef
 from ray_serve_npu.releases.images import parse_image as _parse_image
-from ray_serve_npu.releases.loader import DATA_DIR, load_release_file, release, releases
+from ray_serve_npu.releases.loader import (
+    DATA_DIR,
+    PATHS_FILE,
+    load_path_releases,
+    load_release_file,
+    release,
+    releases,
+)
 from ray_serve_npu.releases.model import (
     OPERATING_SYSTEMS,
     BadReleaseDataError,
@@ -23,6 +31,8 @@ from ray_serve_npu.releases.model import (
     Jemalloc,
     NoPairingError,
     PairingError,
+    PathRelease,
+    PathReleases,
     RayPairing,
     Release,
     TutorialRun,
@@ -32,25 +42,38 @@ from ray_serve_npu.releases.model import (
 #: Every supported release, oldest first, by tag.
 RELEASES: dict[str, Release] = releases()
 
-#: The release the recipes and pages pin.
-DEFAULT_RELEASE: Release = RELEASES["v0.22.1rc1"]
+#: The release each serving path's recipes and pages pin, with the reason.
+PATH_RELEASES: PathReleases = load_path_releases()
+
+#: The release the Ray Serve LLM path pins: its recipes, the Dockerfile, KubeRay,
+#: and the sources its pages cite.
+SERVE_LLM_RELEASE: Release = RELEASES[PATH_RELEASES.serve_llm.release]
+
+#: The release the Docker Compose path (``vllm serve``, no Ray) pins.
+COMPOSE_RELEASE: Release = RELEASES[PATH_RELEASES.compose.release]
 
 __all__ = [
+    "COMPOSE_RELEASE",
     "DATA_DIR",
-    "DEFAULT_RELEASE",
     "OPERATING_SYSTEMS",
+    "PATHS_FILE",
+    "PATH_RELEASES",
     "RELEASES",
+    "SERVE_LLM_RELEASE",
     "BadReleaseDataError",
     "ImageRef",
     "ImageTags",
     "Jemalloc",
     "NoPairingError",
     "PairingError",
+    "PathRelease",
+    "PathReleases",
     "RayPairing",
     "Release",
     "TutorialRun",
     "differing_settings",
     "check_pairing",
+    "load_path_releases",
     "load_release_file",
     "parse_image",
     "release",

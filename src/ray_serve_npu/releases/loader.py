@@ -11,13 +11,16 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from ray_serve_npu.releases.model import BadReleaseDataError, Release
+from ray_serve_npu.releases.model import BadReleaseDataError, PathReleases, Release
 
 #: The directory of the release data files (package data, shipped in the wheel).
 DATA_DIR = Path(__file__).parent
 
 #: Where a release's ``rules`` path is relative to: the ``ray_serve_npu`` package.
 PACKAGE_DIR = DATA_DIR.parent
+
+#: The file naming the release each serving path pins.
+PATHS_FILE = DATA_DIR / "paths.yaml"
 
 
 def _dotted(location: tuple[int | str, ...]) -> str:
@@ -38,13 +41,15 @@ def _fields_at(model: type[BaseModel], location: tuple[int | str, ...]) -> list[
     return list(fields) if fields else []
 
 
-def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str | None:
+def _fix(
+    error: dict[str, Any], location: tuple[int | str, ...], model: type[BaseModel]
+) -> str | None:
     kind = error["type"]
     field = _dotted(location)
     if kind == "missing":
         return f"add {field}"
     if kind == "extra_forbidden":
-        known = _fields_at(Release, location)
+        known = _fields_at(model, location)
         hint = f" (the fields there are: {', '.join(known)})" if known else ""
         return f"remove {field} or correct its name{hint}"
     if kind == "string_type":
@@ -55,31 +60,36 @@ def _fix(error: dict[str, Any], location: tuple[int | str, ...]) -> str | None:
     return f"give {field} a value that fits: {error['msg'].lower()}"
 
 
-def _explain(path: Path, error: ValidationError) -> BadReleaseDataError:
-    lines = [f"{path}: the release data does not fit the release model:"]
+def _explain(path: Path, error: ValidationError, model: type[BaseModel]) -> BadReleaseDataError:
+    lines = [f"{path}: the release data does not fit the {model.__name__} model:"]
     for item in error.errors():
         location = tuple(item["loc"])
         message = item["msg"].removeprefix("Value error, ")
-        fix = _fix(item, location)
+        fix = _fix(item, location, model)
         lines.append(f"  - field {_dotted(location)}: {message}" + (f"; fix: {fix}" if fix else ""))
     return BadReleaseDataError("\n".join(lines))
 
 
-def load_release_file(path: Path) -> Release:
-    """Read one release data file; :class:`BadReleaseDataError` names the file, field and fix."""
+def _read_mapping(path: Path, model: type[BaseModel]) -> Any:
+    """The file's mapping, validated as ``model``; :class:`BadReleaseDataError` otherwise."""
     try:
         data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
     except YAMLError as exc:
         raise BadReleaseDataError(f"{path}: not valid YAML ({exc}); fix the syntax") from None
     if not isinstance(data, dict):
         raise BadReleaseDataError(
-            f"{path}: a release data file is a mapping of fields (tag, stack, images, ...); "
+            f"{path}: the file is a mapping of the fields {', '.join(model.model_fields)}; "
             f"found {type(data).__name__}"
         )
     try:
-        result = Release.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise _explain(path, exc) from None
+        raise _explain(path, exc, model) from None
+
+
+def load_release_file(path: Path) -> Release:
+    """Read one release data file; :class:`BadReleaseDataError` names the file, field and fix."""
+    result: Release = _read_mapping(path, Release)
     if result.tag != path.stem:
         raise BadReleaseDataError(
             f"{path}: field tag: {result.tag!r} differs from the file name; "
@@ -119,3 +129,18 @@ def release(tag: str, data_dir: Path = DATA_DIR) -> Release:
             f"vLLM-Ascend {tag!r} is not a supported release; the supported ones are "
             f"{', '.join(known)} (one data file each in {data_dir})"
         ) from None
+
+
+def load_path_releases(path: Path = PATHS_FILE, data_dir: Path = DATA_DIR) -> PathReleases:
+    """The release each serving path pins; :class:`BadReleaseDataError` names the field
+    and the fix where it names no supported release."""
+    result: PathReleases = _read_mapping(path, PathReleases)
+    known = _load_all(data_dir)
+    for name in PathReleases.model_fields:
+        tag = getattr(result, name).release
+        if tag not in known:
+            raise BadReleaseDataError(
+                f"{path}: field {name}.release: {tag!r} is not a supported release; fix: "
+                f"name one of {', '.join(known)}, or add its data file to {data_dir}"
+            )
+    return result

@@ -387,3 +387,21 @@ def differing_settings(releases: Iterable[Release], node_kind: str) -> dict[str,
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+class PathRelease(_Strict):
+    """The release one serving path pins, and the reason."""
+
+    #: A supported release's tag, e.g. ``v0.23.0``.
+    release: str
+    #: Why this release, in a sentence or two; the release matrix quotes it.
+    why: str
+
+
+class PathReleases(_Strict):
+    """The release each serving path's recipes and pages pin (``paths.yaml``)."""
+
+    #: Ray Serve LLM: the plugin's recipes, the Dockerfile and KubeRay.
+    serve_llm: PathRelease
+    #: ``vllm serve`` under Docker Compose, no Ray.
+    compose: PathRelease

@@ -13,7 +13,7 @@ from ray_serve_npu.check.checks.common import engine_int, finding
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
-from ray_serve_npu.releases import DEFAULT_RELEASE, RELEASES, parse_image
+from ray_serve_npu.releases import RELEASES, parse_image
 from ray_serve_npu.vllm_cli import engine_flag
 
 
@@ -351,7 +351,8 @@ def check_jemalloc_path(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
         if not preload or ref is None or ref.os is None:
             continue
         family = ref.os
-        expected = RELEASES.get(ref.tag, DEFAULT_RELEASE).jemalloc_paths[family]
+        # An image of a release without data: the paths of the release judging the file.
+        expected = RELEASES.get(ref.tag, RELEASES[rules.release]).jemalloc_paths[family]
         for entry in re.split(r"[\s:]+", str(preload.value)):
             if "libjemalloc" in entry and entry != expected:
                 findings.append(
