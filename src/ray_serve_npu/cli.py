@@ -11,7 +11,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": (
         "ray_serve_npu.check.cli",
         "check Compose files, vllm serve command lines, Serve recipes and configs "
-        "against the pinned vLLM-Ascend release",
+        "against the rules of the vLLM-Ascend release they run",
     ),
     "dry-run": (
         "ray_serve_npu.fake_npu.dry_run",

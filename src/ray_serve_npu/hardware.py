@@ -38,7 +38,7 @@ class NodeKind:
     soc_names: tuple[str, ...]
     #: Memory of one NPU Ray counts, in GB.
     memory_per_device_gb: int
-    # The DeepSeek-V4-Flash tutorial's line 26, at the pinned release: `64G × 8`
+    # The DeepSeek-V4-Flash tutorial's line 26, at v0.22.1rc1: `64G × 8`
     # for A2, `128G × 8` for A3.
     #: NPUs (chips) per module. vLLM-Ascend's tutorials list a node by modules; Ray
     #: and ``npu-smi`` count chips, two per A3 module.

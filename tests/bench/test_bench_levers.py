@@ -10,9 +10,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from ray_serve_npu_tooling.bench.compare import Comparison
+from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison
 from ray_serve_npu_tooling.bench.levers import (
-    DEFAULT,
     LEVERS,
     LeverError,
     app_args,

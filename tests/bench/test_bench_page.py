@@ -130,8 +130,8 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() 
     import runpy
     import statistics
 
-    from ray_serve_npu_tooling.bench.compare import Comparison, KindComparison
-    from ray_serve_npu_tooling.bench.levers import DEFAULT, lever_table, verdict
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison, KindComparison
+    from ray_serve_npu_tooling.bench.levers import lever_table, verdict
 
     folder = STATIC / "levers"
     comparisons = [

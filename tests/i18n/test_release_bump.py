@@ -54,6 +54,10 @@ _OWNED = (
     "image_a2",
     "image_a3",
     "image_a2_openeuler",
+    "compose_vllm_ascend_version",
+    "compose_image_a2",
+    "compose_image_a3",
+    "compose_image_a2_openeuler",
     "supported_ray",
     "tested_ray",
 )

@@ -56,6 +56,45 @@ def test_a_path_pinning_an_unsupported_release_names_the_field_and_the_fix(
     assert "fix: name one of v0.22.1rc1, v0.23.0, v0.25.1rc1" in message
 
 
+def _paths_file(tmp_path: Path, serve_llm: str, compose: str, why: str = "a reason") -> Path:
+    path = tmp_path / "paths.yaml"
+    path.write_text(
+        f"serve_llm:\n  release: {serve_llm}\n  why: {why}\n"
+        f"compose:\n  release: {compose}\n  why: {why}\n"
+    )
+    return path
+
+
+def test_a_ray_path_on_a_release_no_ray_pairs_with_is_refused(tmp_path: Path) -> None:
+    path = _paths_file(tmp_path, serve_llm="v0.23.0", compose="v0.23.0")
+    with pytest.raises(BadReleaseDataError) as error:
+        load_path_releases(path)
+    message = str(error.value)
+    assert "field serve_llm.release: v0.23.0 pairs with no Ray" in message
+    assert "fix: name a release the data pairs with a Ray (v0.22.1rc1, v0.25.1rc1)" in message
+
+
+def test_a_compose_path_on_a_release_without_rules_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for source in DATA_DIR.glob("v*.yaml"):
+        text = source.read_text()
+        if source.stem == "v0.25.1rc1":
+            text = text.replace("rules: check/rules/v0.25.1rc1.yaml", "rules: null")
+        (data / source.name).write_text(text)
+    path = _paths_file(tmp_path, serve_llm="v0.22.1rc1", compose="v0.25.1rc1")
+    with pytest.raises(BadReleaseDataError, match=r"field compose\.release: v0\.25\.1rc1 has no"):
+        load_path_releases(path, data)
+    # The same file names a release with rules: it loads.
+    assert load_path_releases(_paths_file(tmp_path, "v0.22.1rc1", "v0.23.0"), data)
+
+
+def test_a_path_with_an_empty_reason_is_refused(tmp_path: Path) -> None:
+    path = _paths_file(tmp_path, serve_llm="v0.22.1rc1", compose="v0.23.0", why="''")
+    with pytest.raises(BadReleaseDataError, match=r"field serve_llm\.why: String should have"):
+        load_path_releases(path)
+
+
 def test_a_path_without_its_reason_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "paths.yaml"
     path.write_text("serve_llm:\n  release: v0.22.1rc1\ncompose:\n  release: v0.23.0\n  why: x\n")

@@ -13,6 +13,8 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from recipe_pins import check_pins  # noqa: E402
 
+from ray_serve_npu.releases import COMPOSE_RELEASE  # noqa: E402
+
 
 @pytest.fixture
 def recipes(tmp_path: Path) -> Path:
@@ -58,4 +60,5 @@ def test_a_compose_file_of_another_release_than_the_paths_is_named(
     compose.write_text(compose.read_text().replace(old, new))
 
     (found,) = check_pins(recipes)
-    assert found.startswith(f"recipes/{name}: expected image quay.io/ascend/vllm-ascend:v0.23.0")
+    assert found.startswith(f"recipes/{name}: expected image {COMPOSE_RELEASE.image_repository}:")
+    assert COMPOSE_RELEASE.tag in found

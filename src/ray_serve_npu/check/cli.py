@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         "--release",
         default=None,
         help="the vLLM-Ascend release whose rules judge every file (default: the release "
-        "a file's vLLM-Ascend image names, else the release the recipes pin)",
+        "a file's vLLM-Ascend image names, else the release the Ray Serve LLM recipes pin)",
     )
     parser.add_argument(
         "--node-kind",

@@ -143,4 +143,19 @@ def load_path_releases(path: Path = PATHS_FILE, data_dir: Path = DATA_DIR) -> Pa
                 f"{path}: field {name}.release: {tag!r} is not a supported release; fix: "
                 f"name one of {', '.join(known)}, or add its data file to {data_dir}"
             )
+    serve_llm = known[result.serve_llm.release]
+    if serve_llm.pairing.ray is None:
+        paired = [tag for tag, data in known.items() if data.pairing.ray is not None]
+        raise BadReleaseDataError(
+            f"{path}: field serve_llm.release: {serve_llm.tag} pairs with no Ray, so Ray "
+            f"Serve LLM can't run on it; fix: name a release the data pairs with a Ray "
+            f"({', '.join(paired)})"
+        )
+    compose = known[result.compose.release]
+    if compose.rules is None:
+        raise BadReleaseDataError(
+            f"{path}: field compose.release: {compose.tag} has no checker rules, and the "
+            "checker judges the Compose files by their image's release; fix: name a release "
+            "with rules, or write its rules file first"
+        )
     return result

@@ -395,7 +395,7 @@ class PathRelease(_Strict):
     #: A supported release's tag, e.g. ``v0.23.0``.
     release: str
     #: Why this release, in a sentence or two; the release matrix quotes it.
-    why: str
+    why: str = Field(min_length=1)
 
 
 class PathReleases(_Strict):
