@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, hardware  # noqa: E402
-from ray_serve_npu.releases import COMPOSE_RELEASE, RELEASES, Release  # noqa: E402
+from ray_serve_npu.releases import COMPOSE_RELEASE, GUIDE_RELEASE, RELEASES, Release  # noqa: E402
 
 project = "ray-serve-npu"
 author = "ray-serve-npu developers"
@@ -183,6 +183,8 @@ def _bench_lever_figures() -> dict[str, str]:
 myst_substitutions = {
     **_release_facts("", _release),
     **_release_facts("compose_", COMPOSE_RELEASE),
+    # The release the community guide names: the tuning page's corrections are traced at it.
+    "guide_vllm_ascend_version": GUIDE_RELEASE.tag,
     # The newest supported release (the data's order: oldest first).
     "newest_vllm_ascend": list(RELEASES)[-1],
     "ray_version": _ray,

@@ -6,14 +6,14 @@ http://127.0.0.1:8000/v1 as the model ``deepseek-v4-flash``.
 
 Every engine setting follows the single-node A2 example of vLLM-Ascend's
 DeepSeek-V4-Flash tutorial (docs/source/tutorials/models/DeepSeek-V4-Flash.md at
-v0.22.1rc1), with three corrections for that release: FlashComm1 is switched on
-through ``additional_config`` rather than its deprecated environment variable,
-the tutorial's ``--safetensors-load-strategy prefetch`` is left out (vLLM's
-multi-thread loader ignores it, and vLLM 0.25 refuses the pair at start-up), and
-the served name is ours, not the tutorial's ``dsv4``.
+v0.25.1rc1), with two changes: FlashComm1 is switched on through
+``additional_config`` rather than its deprecated environment variable, and the
+served name is ours, not the tutorial's ``dsv4``. (Earlier releases' tutorials also
+set ``--safetensors-load-strategy prefetch``, which vLLM's multi-thread loader
+ignores and vLLM 0.25 refuses beside it; the recipe leaves it out.)
 
 Every key of ``engine_kwargs`` is a field of vLLM's ``AsyncEngineArgs`` or of the
-OpenAI server's ``FrontendArgs`` in both vLLM 0.22 (the image's) and vLLM 0.29
+OpenAI server's ``FrontendArgs`` in both vLLM 0.25 (the image's) and vLLM 0.29
 (ray 2.60's pin); Ray Serve LLM rejects any other key ("Unknown engine argument").
 """
 

@@ -4,7 +4,7 @@ Run it on the head node of a Ray cluster of two A2 nodes started as the multi-no
 page shows: ``python serve_span_nodes.py``. One replica's sixteen engine workers,
 one per NPU, fill both nodes; tensor parallelism crosses the network between them.
 
-vLLM-Ascend v0.22.1rc1 documents tensor parallelism across nodes over Ray
+vLLM-Ascend v0.25.1rc1 documents tensor parallelism across nodes over Ray
 (``docs/source/tutorials/features/ray.md``, with Qwen3-235B-A22B), but its
 DeepSeek-V4-Flash tutorial deploys the model on one node, or over several with
 prefill/decode separation (Mooncake), not with one engine across nodes. Treat this

@@ -15,7 +15,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from ray_serve_npu import compat, hardware
-from ray_serve_npu.releases import COMPOSE_RELEASE
+from ray_serve_npu.releases import COMPOSE_RELEASE, RELEASES
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,15 @@ def check_pins(recipes: Path) -> list[str]:
                 f"recipes/Dockerfile: ARG {name} is "
                 f"{found.group(1) if found else 'missing'}, expected {value}"
             )
+    # The Dockerfile builds any supported release by build argument, so it keeps the
+    # cap while a supported release pairs with ray 2.56.
     fastapi = f'"fastapi{compat.RAY_2_56_FASTAPI}"'
-    if compat.ray_series(release.ray) == "2.56.x" and fastapi not in dockerfile:
-        problems.append(f"recipes/Dockerfile: pip must install {fastapi} beside ray 2.56")
+    pairs_2_56 = [r.tag for r in RELEASES.values() if r.pairing.ray and r.ray.startswith("2.56.")]
+    if pairs_2_56 and fastapi not in dockerfile:
+        problems.append(
+            f"recipes/Dockerfile: pip must install {fastapi}, which ray 2.56 needs "
+            f"({', '.join(pairs_2_56)} pairs with it)"
+        )
     for name, kind in (
         ("docker-compose.yaml", hardware.A2),
         ("docker-compose-a3.yaml", hardware.A3),

@@ -12,6 +12,7 @@ from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.findings import Severity
 from ray_serve_npu.check.rules import available_releases
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
 GUIDE = DATA / "community-guide-compose.yaml"
 
@@ -290,12 +291,23 @@ def test_command_line() -> None:
 
 
 def test_python_recipe() -> None:
-    found = {(f.rule_id, f.line, f.severity) for f in check_file(DATA / "broken-recipe.py")}
+    # Judged by v0.22.1rc1's rules, where the balance-scheduling variable does nothing.
+    found = {
+        (f.rule_id, f.line, f.severity)
+        for f in check_file(DATA / "broken-recipe.py", release="v0.22.1rc1")
+    }
     assert found == {
         ("dsa-cp-requires-flashcomm1", 13, Severity.ERROR),
         ("additional-config-unknown-key", 14, Severity.ERROR),
         ("env-balance-scheduling-ignored", 17, Severity.ERROR),
     }
+
+
+def test_a_recipe_without_an_image_is_judged_by_the_ray_serve_llm_release() -> None:
+    # At v0.25.1rc1 the variable reaches the scheduler, so the same line is a warning.
+    found = {(f.rule_id, f.severity) for f in check_file(DATA / "broken-recipe.py")}
+    assert SERVE_LLM_RELEASE.tag == "v0.25.1rc1"
+    assert ("env-balance-scheduling-ignored", Severity.WARNING) in found
 
 
 def test_clean_python_recipe(tmp_path) -> None:

@@ -129,8 +129,7 @@ def test_a_patch_release_of_the_paired_series_passes() -> None:
 
 
 def test_an_image_of_another_release_stops_the_build() -> None:
-    tags = list(RELEASES)
-    other = RELEASES[tags[-1]]
+    (other, *_) = [data for data in RELEASES.values() if data.tag != SERVE_LLM_RELEASE.tag]
     result = _run(SERVE_LLM_RELEASE.tag, other.image("A2"), SERVE_LLM_RELEASE.ray)
     assert result.returncode != 0
     assert other.image("A2") in result.stderr and SERVE_LLM_RELEASE.tag in result.stderr

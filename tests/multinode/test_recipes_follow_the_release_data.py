@@ -21,13 +21,14 @@ RECIPES = {"A2": "serve_npu", "A3": "serve_npu_a3"}
 #: Ray Serve LLM: the served name is the LLMConfig's model_id, Serve owns the port,
 #: and the OpenAI ingress is the API server.
 NO_ENGINE_SETTING = {"served-model-name", "port", "api-server-count"}
-#: Tutorial flags the recipes leave out: beside enable_multithread_load the strategy does
-#: nothing, and vLLM 0.25.1 refuses the pair (rule load-strategy-with-multithread-load).
+#: Tutorial flags the recipes leave out where a release's tutorial has them (v0.23.0 and
+#: earlier): beside enable_multithread_load the strategy does nothing, and vLLM 0.25.1
+#: refuses the pair (rule load-strategy-with-multithread-load).
 LEFT_OUT = {"safetensors-load-strategy"}
 #: What the recipes set differently from the tutorial, on purpose; each recipe's
 #: comments say why.
 OURS: dict[str, Any] = {
-    # A JSON Boolean where the tutorial writes the string "true".
+    # A JSON Boolean, as v0.25.1rc1's tutorial writes it (earlier ones write "true").
     "model_loader_extra_config": {"enable_multithread_load": True, "num_threads": 128},
 }
 OURS_BY_KIND: dict[str, dict[str, Any]] = {

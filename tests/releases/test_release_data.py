@@ -12,6 +12,7 @@ from ray_serve_npu.check.rules import RULES_DIR, load_rules
 from ray_serve_npu.releases import (
     COMPOSE_RELEASE,
     DATA_DIR,
+    GUIDE_RELEASE,
     OPERATING_SYSTEMS,
     PATHS_FILE,
     RELEASES,
@@ -35,10 +36,11 @@ def test_every_supported_release_loads() -> None:
 
 
 def test_each_path_pins_the_release_paths_yaml_names() -> None:
-    # The seed release stays the Ray Serve LLM path's until its pages' citations are
-    # re-traced at v0.25.1rc1; the Compose path takes the final release.
-    assert SERVE_LLM_RELEASE.tag == "v0.22.1rc1"
+    # Ray Serve LLM: the exact pairing (Ray 2.57.1 pins v0.25.1rc1's vLLM); Compose: the
+    # final release; the guide's corrections: the seed release it names.
+    assert SERVE_LLM_RELEASE.tag == "v0.25.1rc1"
     assert COMPOSE_RELEASE.tag == "v0.23.0"
+    assert GUIDE_RELEASE.tag == "v0.22.1rc1"
     assert compat.VLLM_ASCEND is SERVE_LLM_RELEASE
 
 
@@ -61,6 +63,7 @@ def _paths_file(tmp_path: Path, serve_llm: str, compose: str, why: str = "a reas
     path.write_text(
         f"serve_llm:\n  release: {serve_llm}\n  why: {why}\n"
         f"compose:\n  release: {compose}\n  why: {why}\n"
+        f"community_guide:\n  release: v0.22.1rc1\n  why: {why}\n"
     )
     return path
 
@@ -97,7 +100,10 @@ def test_a_path_with_an_empty_reason_is_refused(tmp_path: Path) -> None:
 
 def test_a_path_without_its_reason_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "paths.yaml"
-    path.write_text("serve_llm:\n  release: v0.22.1rc1\ncompose:\n  release: v0.23.0\n  why: x\n")
+    path.write_text(
+        "serve_llm:\n  release: v0.22.1rc1\ncompose:\n  release: v0.23.0\n  why: x\n"
+        "community_guide:\n  release: v0.22.1rc1\n  why: x\n"
+    )
     with pytest.raises(
         BadReleaseDataError, match=r"field serve_llm\.why: Field required; fix: add"
     ):

@@ -30,8 +30,8 @@ def test_the_recipes_state_the_package_pins() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "problem"),
     [
-        ('"fastapi<0.139.2" ', "", 'pip must install "fastapi<0.139.2" beside ray 2.56'),
-        ("ARG RAY_VERSION=2.56.1", "ARG RAY_VERSION=2.60.0", "RAY_VERSION is 2.60.0"),
+        ('"fastapi<0.139.2" ', "", 'pip must install "fastapi<0.139.2", which ray 2.56 needs'),
+        ("ARG RAY_VERSION=2.57.1", "ARG RAY_VERSION=2.60.0", "RAY_VERSION is 2.60.0"),
     ],
 )
 def test_a_dockerfile_pin_that_drifts_is_named(

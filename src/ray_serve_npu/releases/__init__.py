@@ -52,9 +52,14 @@ SERVE_LLM_RELEASE: Release = RELEASES[PATH_RELEASES.serve_llm.release]
 #: The release the Docker Compose path (``vllm serve``, no Ray) pins.
 COMPOSE_RELEASE: Release = RELEASES[PATH_RELEASES.compose.release]
 
+#: The release the Compose path's community guide names, which the tuning page's
+#: corrections to it are traced at.
+GUIDE_RELEASE: Release = RELEASES[PATH_RELEASES.community_guide.release]
+
 __all__ = [
     "COMPOSE_RELEASE",
     "DATA_DIR",
+    "GUIDE_RELEASE",
     "OPERATING_SYSTEMS",
     "PATHS_FILE",
     "PATH_RELEASES",

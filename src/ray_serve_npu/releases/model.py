@@ -405,3 +405,6 @@ class PathReleases(_Strict):
     serve_llm: PathRelease
     #: ``vllm serve`` under Docker Compose, no Ray.
     compose: PathRelease
+    #: The release the Compose path's community guide was written for (not a path: the
+    #: release its corrections are traced at).
+    community_guide: PathRelease
