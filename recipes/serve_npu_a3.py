@@ -8,18 +8,20 @@ OpenAI-compatible requests on http://127.0.0.1:8000/v1 as the model
 Every engine setting follows the single-node A3 example of vLLM-Ascend's
 DeepSeek-V4-Flash tutorial (docs/source/tutorials/models/DeepSeek-V4-Flash.md at
 v0.25.1rc1): four data-parallel ranks of four NPUs each, experts spread across all
-sixteen. The same run is vLLM-Ascend's nightly A3 case
+sixteen. vLLM-Ascend's nightly A3 case
 (tests/e2e/nightly/single_node/models/configs/DeepSeek-V4-Flash-W8A8-A3.yaml at the
-tag). As in serve_npu.py, FlashComm1 is switched on through ``additional_config``
-rather than its deprecated environment variable, and the served name is ours,
-not the tutorial's ``dsv4``. The tutorial's ``--api-server-count 1`` has no counterpart:
+tag) runs the same layout with prefix caching on, which this recipe follows, and
+with a few settings the tutorial doesn't have, which it doesn't. As in
+serve_npu.py, FlashComm1 is switched on through ``additional_config`` rather than
+its deprecated environment variable, and the served name is ours, not the
+tutorial's ``dsv4``. The tutorial's ``--api-server-count 1`` has no counterpart:
 Ray Serve LLM's OpenAI ingress is the API server.
 
 Ray Serve LLM's data-parallel pattern runs each rank as one replica of a gang:
 Serve reserves one placement group for the four ranks' sixteen ``{"NPU": 1}``
 bundles, packed on the node, and Ray gives each rank's engine workers their own
-four NPUs (``ASCEND_RT_VISIBLE_DEVICES``). If one rank fails, Serve restarts all
-four.
+four NPUs; each worker binds the one at its local rank. If one rank fails, Serve
+restarts all four.
 """
 
 import os

@@ -26,11 +26,9 @@ NO_ENGINE_SETTING = {"served-model-name", "port", "api-server-count"}
 #: refuses the pair (rule load-strategy-with-multithread-load).
 LEFT_OUT = {"safetensors-load-strategy"}
 #: What the recipes set differently from the tutorial, on purpose; each recipe's
-#: comments say why.
-OURS: dict[str, Any] = {
-    # A JSON Boolean, as v0.25.1rc1's tutorial writes it (earlier ones write "true").
-    "model_loader_extra_config": {"enable_multithread_load": True, "num_threads": 128},
-}
+#: comments say why. Nothing at v0.25.1rc1, whose tutorial writes the loader's
+#: settings as the recipes do.
+OURS: dict[str, Any] = {}
 OURS_BY_KIND: dict[str, dict[str, Any]] = {
     "A2": {},
     # Prefix caching on explicitly: vLLM's default in the tutorial's A3 run, and the

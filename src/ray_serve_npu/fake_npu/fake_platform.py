@@ -4,8 +4,11 @@ vLLM's CPU platform has no Ray device key, so vLLM's Ray executor refuses it
 (``vllm/v1/executor/ray_utils.py``). vLLM-Ascend's platform has
 ``ray_device_key = "NPU"`` and ``device_control_env_var = "ASCEND_RT_VISIBLE_DEVICES"``
 (``vllm_ascend/platform.py``). This platform computes on the CPU and asks Ray for
-NPUs the way vLLM-Ascend does, so Ray assigns a (fake) NPU to every engine worker
-and sets ``ASCEND_RT_VISIBLE_DEVICES`` for it, as on an Ascend node.
+NPUs with vLLM-Ascend's device key, so Ray assigns a (fake) NPU to every engine
+worker. Unlike vLLM-Ascend's, it keeps vLLM's empty ``ray_noset_device_env_vars``, so
+Ray also sets ``ASCEND_RT_VISIBLE_DEVICES`` to each worker's own NPU; on an Ascend
+node vLLM sets the no-set variable and each worker binds its NPU from the ids vLLM
+passes it (docs/npu-ascend.md, "Which NPU each engine worker sees").
 
 :class:`FakeGPUPlatform` asks Ray for ``GPU`` instead, as vLLM's CUDA platform
 does, so that a benchmark can run Ray Serve LLM's ``gpu`` kind on fake GPUs
