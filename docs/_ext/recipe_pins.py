@@ -39,7 +39,11 @@ def check_pins(recipes: Path) -> list[str]:
     # The Dockerfile builds any supported release by build argument, so it keeps the
     # cap while a supported release pairs with ray 2.56.
     fastapi = f'"fastapi{compat.RAY_2_56_FASTAPI}"'
-    pairs_2_56 = [r.tag for r in RELEASES.values() if r.pairing.ray and r.ray.startswith("2.56.")]
+    pairs_2_56 = [
+        r.tag
+        for r in RELEASES.values()
+        if r.pairing.ray and compat.ray_series(r.pairing.ray) == "2.56.x"
+    ]
     if pairs_2_56 and fastapi not in dockerfile:
         problems.append(
             f"recipes/Dockerfile: pip must install {fastapi}, which ray 2.56 needs "

@@ -133,7 +133,8 @@ def release(tag: str, data_dir: Path = DATA_DIR) -> Release:
 
 def load_path_releases(path: Path = PATHS_FILE, data_dir: Path = DATA_DIR) -> PathReleases:
     """The release each serving path pins; :class:`BadReleaseDataError` names the field
-    and the fix where it names no supported release."""
+    and the fix where it names no supported release, a Ray path's release no Ray pairs
+    with, or a Compose path's release without checker rules."""
     result: PathReleases = _read_mapping(path, PathReleases)
     known = _load_all(data_dir)
     for name in PathReleases.model_fields:
