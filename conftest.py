@@ -25,35 +25,39 @@ pytest_plugins = [HARNESS]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
 
+#: The one xdist group of every test that starts Ray, an engine or a server: one worker
+#: runs them all, in collection order, and the other worker the rest of the suite.
+#: Pages and several tests serve on port 8000, the port the pages tell readers to use;
+#: tests/resilience and tests/bench share one served app per package; a test that
+#: connects its own process to Ray runs Ray on the host's address with agents on fixed
+#: ports. And two clusters at once overload two cores: beside the A3 runs' four
+#: engines, the other worker's Ray tests timed out and the A3 cluster's Serve
+#: controller was replaced (CI, 2026-11-30).
+RAY_GROUP = "ray"
 #: Path (from the repository's root) -> the xdist group of every test below it. A
 #: group runs in one worker, in collection order; other tests are spread by module.
 WORKER_GROUPS: dict[Path, str] = {
-    # The pages' servers and these tests' servers listen on port 8000, the port the
-    # pages tell readers to use: one at a time. The two A3 runs, the largest in
-    # memory (10 to 14 GB), thereby never overlap.
-    Path("docs"): "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_end_to_end.py": "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_a3_data_parallel.py": "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_a3_compose.py": "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_a3_dry_run.py": "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_dry_run_failure.py": "port-8000",
-    Path("tests") / "fake_tier" / "test_fake_npu_dry_run_ray_builder.py": "port-8000",
-    # Packages whose tests share one served app (a package- or session-scoped
-    # fixture): in two workers it would start twice.
-    Path("tests") / "resilience": "resilience",
-    Path("tests") / "bench": "bench",
+    Path("docs"): RAY_GROUP,
+    Path("tests") / "fake_tier" / "test_fake_npu_cluster.py": RAY_GROUP,
+    Path("tests") / "fake_tier" / "test_fake_cpu_collectives.py": RAY_GROUP,
+    Path("tests") / "resilience": RAY_GROUP,
+    Path("tests") / "bench": RAY_GROUP,
+    Path("tests") / "multinode": RAY_GROUP,
+    # One browser at a time, on the site built once.
     Path("tests") / "browser": "browser",
 }
 #: Fixtures that connect the test process itself to Ray (tests/plugin, tests/multinode).
 IN_PROCESS_RAY_FIXTURES = frozenset({"ray_with_fake_npus", "two_node_cluster"})
-IN_PROCESS_RAY_GROUP = "in-process-ray"
+#: The marker of the tests that run on the fake-NPU tier (pyproject.toml's markers).
+FAKE_NPU_MARKER = "fake_npu"
 
 
 def worker_group(item: pytest.Item) -> str | None:
     """The xdist group of a test, if it must share a worker with others."""
     if IN_PROCESS_RAY_FIXTURES & set(getattr(item, "fixturenames", ())):
-        # Ray on the host's address, with agents on fixed ports: one at a time.
-        return IN_PROCESS_RAY_GROUP
+        return RAY_GROUP
+    if item.get_closest_marker(FAKE_NPU_MARKER) is not None:
+        return RAY_GROUP
     return worker_group_of_path(item.path.relative_to(item.config.rootpath))
 
 

@@ -59,16 +59,12 @@ PYTEST_ARGS: dict[str, list[str]] = {
     "2.57.1": ["tests/plugin"],
 }
 
-#: pytest-xdist workers per tested point, each group of conftest.py's WORKER_GROUPS in
-#: one of them. Two for the plugin's tests. One (no xdist) for the whole suite at
-#: 2.60: beside the A3 runs' four engines on two cores, the other worker's Ray tests
-#: timed out and the A3 cluster's Serve controller was replaced (CI, 2026-11-30).
+#: Two pytest-xdist workers at every tested point, with conftest.py's WORKER_GROUPS each
+#: in one of them. Every test that starts Ray, an engine or a server is in one group, so
+#: one worker runs those in order while the other runs the rest of the suite.
+PYTEST_WORKERS = ["-n", "2", "--dist", "loadgroup"]
 #: The slowest tests are listed: 60 of the whole suite, to see where its time goes.
-PYTEST_WORKERS: dict[str, list[str]] = {
-    "2.60.0": ["--durations=60"],
-    "2.56.1": ["-n", "2", "--dist", "loadgroup", "--durations=20"],
-    "2.57.1": ["-n", "2", "--dist", "loadgroup", "--durations=20"],
-}
+PYTEST_DURATIONS: dict[str, str] = {"2.60.0": "60", "2.56.1": "20", "2.57.1": "20"}
 
 #: Keep Ray's files and tokens out of the home directory. Unset
 #: PYTHONDONTWRITEBYTECODE (None removes a variable): the sessions install with
@@ -103,7 +99,8 @@ def tests(session: nox.Session, ray: str) -> None:
         session.run_install("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
         ran = session.run(
             "pytest",
-            *PYTEST_WORKERS[ray],
+            *PYTEST_WORKERS,
+            f"--durations={PYTEST_DURATIONS[ray]}",
             *PYTEST_ARGS[ray],
             *session.posargs,
             env={**TEST_ENV, TINY_MODEL_CACHE_ENV_VAR: str(tmp)},

@@ -12,9 +12,13 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 ROOT = Path(__file__).parents[2]
-#: Tests of two groups and free ones; the static checks of a page are quick.
+#: Tests put in the Ray group by their path and by their fixture, and free ones; the
+#: static checks of a page are quick.
 SLICE = [
     "docs/checks.md",
     "docs/testing.md",
@@ -43,11 +47,11 @@ def test_each_group_runs_in_one_worker_and_other_tests_run_free() -> None:
         workers_of[group].add(worker)
     page_tests = [nodeid for _, nodeid in ran if nodeid.startswith("docs/")]
     assert page_tests, result.stdout[-4000:]
-    # Pages share port 8000: one worker runs them all. tests/fake_tier's static tests
-    # don't use it and run free.
+    # Pages start Ray and servers on port 8000: one worker runs them all, with every
+    # other test that starts Ray. tests/fake_tier's static tests start nothing and run free.
     assert {nodeid.split("::")[0] for nodeid in page_tests} == {"docs/checks.md", "docs/testing.md"}
-    assert all(nodeid.endswith("@port-8000") for nodeid in page_tests)
-    assert len(workers_of["port-8000"]) == 1, dict(workers_of)
+    assert all(nodeid.endswith("@ray") for nodeid in page_tests)
+    assert len(workers_of["ray"]) == 1, dict(workers_of)
     assert not any("@" in nodeid for _, nodeid in ran if "test_adapter" in nodeid)
     # The worker that ran the page hands its tally to the controller, which prints it once.
     tallies = re.findall(r"^docs harness \(.*$", result.stdout, re.MULTILINE)
@@ -56,6 +60,29 @@ def test_each_group_runs_in_one_worker_and_other_tests_run_free() -> None:
     dp = [nodeid for _, nodeid in ran if "test_data_parallel" in nodeid]
     assert sorted(dp) == [
         "tests/plugin/test_data_parallel.py::test_build_dp_app_accepts_a_gang_the_cluster_holds"
-        "@in-process-ray",
+        "@ray",
         "tests/plugin/test_data_parallel.py::test_dp2_tp4_fits_one_a2_node",
     ]
+
+
+class _Item:
+    """What :func:`conftest.worker_group` reads of a pytest item."""
+
+    def __init__(self, path: str, marker: str | None = None) -> None:
+        self.path = ROOT / path
+        self.fixturenames: list[str] = []
+        self.config = SimpleNamespace(rootpath=ROOT)
+        self._marker = marker
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if name == self._marker else None
+
+
+def test_a_fake_npu_test_joins_the_ray_group_wherever_it_lives(pytestconfig: pytest.Config) -> None:
+    # The root conftest, by its path: in a whole run, `import conftest` may find another.
+    root_conftest = pytestconfig.pluginmanager.get_plugin(str(ROOT / "conftest.py"))
+    worker_group = root_conftest.worker_group
+    FAKE_NPU_MARKER, RAY_GROUP = root_conftest.FAKE_NPU_MARKER, root_conftest.RAY_GROUP
+    marked = _Item("tests/fake_tier/test_fake_npu_end_to_end.py", marker=FAKE_NPU_MARKER)
+    assert worker_group(marked) == RAY_GROUP  # type: ignore[arg-type]
+    assert worker_group(_Item("tests/fake_tier/test_fake_npu_end_to_end.py")) is None  # type: ignore[arg-type]
