@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
+from ray_serve_npu.fake_npu.cluster import AUTH_TOKEN_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import DryRunProcess, keep_serving
+from ray_serve_npu.fake_npu.tier import RAY_AUTH_MODE_ENV_VAR
+from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 
@@ -41,4 +47,41 @@ def dry_run(recipe: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=900,
+    )
+
+
+@dataclass(frozen=True)
+class ServingCluster:
+    """The fake cluster of a ``dry-run --keep-serving``, as a test reads it: the address
+    the command printed, and what its head node's ``ray start`` process was given."""
+
+    #: Environment for a driver of the cluster: its address and its token.
+    driver_env: dict[str, str]
+    #: Ray's temp dir for the cluster (``session_latest/logs`` holds Serve's logs).
+    temp_dir: Path
+    #: Where the engine workers record the NPUs Ray gave them.
+    device_record_dir: Path
+
+
+_CLUSTER_LINE = re.compile(r"^fake-npu tier: \d+ fake \S+ node\(s\) at (\S+)$", re.MULTILINE)
+
+
+def serving_cluster(run: DryRunProcess) -> ServingCluster:
+    """Read the cluster of ``run``, a dry-run that serves, from its output and processes."""
+    (address,) = _CLUSTER_LINE.findall(run.output())
+    (head,) = [
+        child
+        for child in psutil.Process(run.process.pid).children(recursive=True)
+        if {"start", "--head", "--block"} <= set(child.cmdline())
+    ]
+    environ = head.environ()
+    (temp_dir,) = [arg.split("=", 1)[1] for arg in head.cmdline() if arg.startswith("--temp-dir=")]
+    return ServingCluster(
+        driver_env={
+            "RAY_ADDRESS": address,
+            RAY_AUTH_MODE_ENV_VAR: environ[RAY_AUTH_MODE_ENV_VAR],
+            AUTH_TOKEN_ENV_VAR: environ[AUTH_TOKEN_ENV_VAR],
+        },
+        temp_dir=Path(temp_dir),
+        device_record_dir=Path(environ[DEVICE_RECORD_DIR_ENV_VAR]),
     )

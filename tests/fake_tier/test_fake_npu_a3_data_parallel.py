@@ -1,13 +1,19 @@
 """The A3 recipe (recipes/serve_npu_a3.py) on a fake Atlas 800 A3 node: sixteen fake NPUs.
 
-The recipe runs unchanged; the fake tier's adapter keeps its four data-parallel
-ranks, runs each on one CPU engine worker instead of four (two cores can't start
-sixteen), serves a tiny mixture-of-experts model and drops expert parallel, which
-crashes vLLM's CPU MoE kernel (both changes logged; ray_serve_npu.fake_npu.adapter).
+A reader's dry-run serves it: ``ray-serve-npu dry-run --node-kind A3 serve_npu_a3.py
+--keep-serving`` starts a fake A3 node, runs the recipe unchanged through the fake
+tier's adapter, sends one chat request, prints each engine worker's NPUs and keeps
+serving. The adapter keeps the recipe's four data-parallel ranks, runs each on one
+CPU engine worker instead of four (two cores can't start sixteen), serves a tiny
+mixture-of-experts model and drops expert parallel, which crashes vLLM's CPU MoE
+kernel (both changes logged; ray_serve_npu.fake_npu.adapter).
+
 What is real: Ray Serve LLM's data-parallel gang, the npu kind's bundles, Ray's
 NPU assignment and ``ASCEND_RT_VISIBLE_DEVICES``, vLLM's data-parallel engine,
-the OpenAI endpoint. The last test kills one rank and measures how Serve restarts
-the gang.
+the OpenAI endpoint. The tests read what the command printed, then the cluster
+it started (as a driver of it), then kill one rank and measure how Serve restarts
+the gang; the last one stops the command with Ctrl+C, as a reader would. One
+fake A3 node and one gang serve the whole module.
 """
 
 from __future__ import annotations
@@ -15,23 +21,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from dry_runs import ServingCluster, dry_run_serving, serving_cluster
 from openai import OpenAI
 
-from ray_serve_npu.fake_npu.cluster import FakeNode
-from ray_serve_npu.fake_npu.fake_tier import FakeNPUTier, fake_npu_tier
-from ray_serve_npu.fake_npu.processes import ProcessServer
+from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.fake_npu.vllm_plugins import engine_worker_records
 from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
 from tests.resilience.fake_serving import (
     OpenStreams,
@@ -42,44 +48,79 @@ from tests.resilience.fake_serving import (
     wait_for_success,
 )
 
-RECIPES = Path(__file__).parents[2] / "recipes"
+RECIPE = "serve_npu_a3.py"
 MODEL_ID = "deepseek-v4-flash"
-PORT = 8000
+#: Where the dry-run serves (its default port).
+BASE_URL = "http://127.0.0.1:8000"
 #: The recipe's data_parallel_size.
-RANKS = 4
+RANKS = SERVE_LLM_RELEASE.run("A3").data_parallel_size
+#: Measured here: the command serves about 180 s after it starts, on two cores.
+READY_TIMEOUT_S = 900
+STOP_TIMEOUT_S = 180
+#: How long the four ranks may take to be RUNNING once the command serves (Serve can
+#: answer the command's request before it counts every rank as RUNNING).
+RANKS_READY_TIMEOUT_S = 600
+WORKER_LINE = re.compile(
+    rf"^fake-npu tier: engine worker (\d+) holds NPU ([\d,]+); {VISIBLE_DEVICES_ENV_VAR}=(\S+)$",
+    re.M,
+)
 
 pytestmark = pytest.mark.fake_npu
 
 
 @pytest.fixture(scope="module")
-def a3_tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeNPUTier]:
-    node = FakeNode(node_kind=A3, soc_name=A3.soc_names[0])
-    with fake_npu_tier(tmp_path_factory.mktemp("fake-npu-a3"), nodes=[node]) as tier:
-        yield tier
-
-
-#: How long the four ranks may take to start after the ingress answers. Measured
-#: here: about 140 s on two cores shared with other work.
-RANKS_READY_TIMEOUT_S = 600
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
+    with dry_run_serving(
+        ["--node-kind", "A3", RECIPE], tmp_path_factory, ready_timeout_s=READY_TIMEOUT_S
+    ) as run:
+        yield run
 
 
 @pytest.fixture(scope="module")
-def server(a3_tier: FakeNPUTier) -> Iterator[ProcessServer]:
-    with a3_tier.serve("python serve_npu_a3.py", cwd=RECIPES, port=PORT) as server:
-        # The ingress answers /v1/models before the ranks' engines are up.
-        deadline = time.monotonic() + RANKS_READY_TIMEOUT_S
-        while (replicas := _dp_replicas(a3_tier)) != {"RUNNING": RANKS}:
-            assert time.monotonic() < deadline, f"ranks not RUNNING: {replicas}"
-            time.sleep(5)
-        yield server
+def cluster(dry_run: DryRunProcess) -> ServingCluster:
+    """The dry-run's cluster, once all its ranks are RUNNING."""
+    cluster = serving_cluster(dry_run)
+    deadline = time.monotonic() + RANKS_READY_TIMEOUT_S
+    while (replicas := _dp_replicas(cluster)) != {"RUNNING": RANKS}:
+        assert time.monotonic() < deadline, f"ranks not RUNNING: {replicas}"
+        time.sleep(5)
+    return cluster
 
 
 @pytest.fixture
-def client(server: ProcessServer) -> OpenAI:
-    return OpenAI(base_url=f"{server.base_url}/v1", api_key="not-used")
+def client(cluster: ServingCluster) -> OpenAI:
+    return OpenAI(base_url=f"{BASE_URL}/v1", api_key="not-used")
 
 
-def _cluster_state(tier: FakeNPUTier) -> dict[str, object]:
+def test_fake_a3_dry_run_serves_the_ray_recipe_on_a_fake_a3_node(dry_run: DryRunProcess) -> None:
+    output = dry_run.output()
+    assert "fake-npu tier: 1 fake A3 node(s) at " in output
+    assert f"fake-npu tier: running `python {RECIPE}`" in output
+    reply = dry_run.chat_reply()
+    assert reply["model"] == MODEL_ID
+    assert reply["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_fake_a3_adapter_says_what_it_changed(dry_run: DryRunProcess) -> None:
+    output = dry_run.output()
+    assert "dropped engine_kwargs.enable_expert_parallel=True (vLLM's CPU build crashes" in output
+    assert "engine_kwargs.tensor_parallel_size: 4 -> 1 (one CPU engine worker per" in output
+    assert "engine_kwargs.data_parallel_size" not in output
+
+
+def test_fake_a3_dry_run_prints_one_engine_worker_per_rank_on_its_own_npu(
+    dry_run: DryRunProcess,
+) -> None:
+    workers = WORKER_LINE.findall(dry_run.output())
+    # Only the ranks' engine workers: the engine-config tasks' token NPU share is no worker.
+    assert len(workers) == RANKS, dry_run.output()[-4000:]
+    assert all(visible == npus for _, npus, visible in workers), workers
+    held = [int(npu) for _, npus, _ in workers for npu in npus.split(",")]
+    assert len(held) == len(set(held)), f"two ranks share an NPU: {workers}"
+    assert set(held) <= set(range(A3.devices_per_node))
+
+
+def _cluster_state(cluster: ServingCluster) -> dict[str, object]:
     """The app's replicas and the live placement groups, read by a driver of the cluster."""
     script = """
 import json, ray
@@ -102,7 +143,7 @@ print("STATE", json.dumps({
 """
     result = subprocess.run(
         [sys.executable, "-c", script],
-        env={**tier.env()},
+        env={**os.environ, **cluster.driver_env},
         capture_output=True,
         text=True,
         timeout=120,
@@ -112,17 +153,15 @@ print("STATE", json.dumps({
     return json.loads(line.removeprefix("STATE "))
 
 
-def _dp_replicas(tier: FakeNPUTier) -> dict[str, int]:
+def _dp_replicas(cluster: ServingCluster) -> dict[str, int]:
     """The data-parallel deployment's replicas by state."""
-    replicas = _cluster_state(tier)["replicas"]
+    replicas = _cluster_state(cluster)["replicas"]
     (states,) = [states for name, states in replicas.items() if name.startswith("DPServer")]
     return states
 
 
-def test_fake_a3_four_dp_ranks_run_as_one_gang_on_npus(
-    a3_tier: FakeNPUTier, server: ProcessServer
-) -> None:
-    state = _cluster_state(a3_tier)
+def test_fake_a3_four_dp_ranks_run_as_one_gang_on_npus(cluster: ServingCluster) -> None:
+    state = _cluster_state(cluster)
     assert state["replicas"]["DPServer:deepseek-v4-flash"] == {"RUNNING": RANKS}
     (gang,) = [group for group in state["groups"] if group["name"].startswith("SERVE_GANG")]
     bundles = list(gang["bundles"].values())
@@ -133,10 +172,10 @@ def test_fake_a3_four_dp_ranks_run_as_one_gang_on_npus(
     assert len(set(gang["bundles_to_node_id"].values())) == 1
 
 
-def _engine_workers(tier: FakeNPUTier, *, live_only: bool = False) -> list[dict[str, Any]]:
+def _engine_workers(cluster: ServingCluster, *, live_only: bool = False) -> list[dict[str, Any]]:
     """The device records of the ranks' engine workers, by pid; with ``live_only``,
     only the workers whose process still runs."""
-    workers = engine_worker_records(tier.device_record_dir)
+    workers = engine_worker_records(cluster.device_record_dir)
     return [record for record in workers if pid_alive(record["pid"])] if live_only else workers
 
 
@@ -152,8 +191,8 @@ def _assert_ranks_see_their_own_npus(workers: list[dict[str, Any]]) -> None:
     assert frozenset().union(*visible) <= {str(i) for i in range(A3.devices_per_node)}
 
 
-def test_fake_a3_each_rank_sees_its_own_npus(a3_tier: FakeNPUTier, server: ProcessServer) -> None:
-    _assert_ranks_see_their_own_npus(_engine_workers(a3_tier))
+def test_fake_a3_each_rank_sees_its_own_npus(cluster: ServingCluster) -> None:
+    _assert_ranks_see_their_own_npus(_engine_workers(cluster))
 
 
 def test_fake_a3_chat_and_stream_through_the_openai_endpoint(client: OpenAI) -> None:
@@ -172,13 +211,6 @@ def test_fake_a3_chat_and_stream_through_the_openai_endpoint(client: OpenAI) -> 
     assert chunks and chunks[-1].choices[0].finish_reason in {"length", "stop"}
 
 
-def test_fake_a3_adapter_says_what_it_changed(server: ProcessServer) -> None:
-    log = server.log_file.read_text()
-    assert "dropped engine_kwargs.enable_expert_parallel=True (vLLM's CPU build crashes" in log
-    assert "engine_kwargs.tensor_parallel_size: 4 -> 1 (one CPU engine worker per" in log
-    assert "engine_kwargs.data_parallel_size" not in log
-
-
 #: Concurrent streaming clients during the kill, and how many of them must have
 #: begun their answers (sent a chunk, still open) when it lands.
 KILL_CLIENTS = RANKS * 2
@@ -192,7 +224,7 @@ KILL_STREAM_TIMEOUT_S = 300
 #: the other ranks' engines fail with the killed one.
 CUT_STREAMS_END_WITHIN_S = 60
 #: Kill to a served chat request: the health check, then four new ranks start
-#: (the first start takes about 140 s here, see RANKS_READY_TIMEOUT_S).
+#: (the first start, with the cluster's, takes about 180 s here: READY_TIMEOUT_S).
 RECOVERY_DEADLINE_S = 600
 #: What Serve's controller logs for each replica it stops in a gang restart
 #: (ray/serve/_private/deployment_state.py at 2.60.0): a healthy member of the gang
@@ -223,7 +255,7 @@ def _gang_group_ids(state: dict[str, Any]) -> list[str]:
     )
 
 
-def _controller_warnings(tier: FakeNPUTier, replica_ids: set[str]) -> dict[str, set[str]]:
+def _controller_warnings(cluster: ServingCluster, replica_ids: set[str]) -> dict[str, set[str]]:
     """Replica id -> what Serve's controller logged about it at WARNING or above.
 
     The controller writes serve/controller_<pid>.log and, the same lines, its
@@ -231,7 +263,7 @@ def _controller_warnings(tier: FakeNPUTier, replica_ids: set[str]) -> dict[str, 
     stderr file and not yet in the .log file when the test read them. Read both.
     """
     said: dict[str, set[str]] = {replica_id: set() for replica_id in replica_ids}
-    logs = tier.cluster.temp_dir / "session_latest" / "logs"
+    logs = cluster.temp_dir / "session_latest" / "logs"
     paths = []
     for path in sorted((logs / "serve").glob("controller_*.log")):
         pid = path.stem.removeprefix("controller_")
@@ -282,7 +314,7 @@ def _fault_of(outcome: StreamOutcome) -> str:
 
 
 def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
-    a3_tier: FakeNPUTier, server: ProcessServer, record_figure: Any
+    cluster: ServingCluster, record_figure: Any
 ) -> None:
     """SIGKILL one rank's engine worker mid-answer: Serve replaces all four ranks.
 
@@ -309,14 +341,14 @@ def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
     open stream ends in ENGINE_FAILED's event; the first rank to fail three checks
     is stopped as the failed member and the other three as healthy members.
     """
-    before = _cluster_state(a3_tier)
+    before = _cluster_state(cluster)
     old_replicas = _dp_replica_ids(before)
-    old_workers = _engine_workers(a3_tier, live_only=True)
+    old_workers = _engine_workers(cluster, live_only=True)
     assert len(old_replicas) == RANKS, before["replica_actors"]
     assert len(old_workers) == RANKS, old_workers
     victim = old_workers[0]
 
-    outcomes, killed_at = asyncio.run(_kill_while_streaming(server.base_url, victim["pid"]))
+    outcomes, killed_at = asyncio.run(_kill_while_streaming(BASE_URL, victim["pid"]))
 
     # What the streams saw.
     ends = Counter(_fault_of(outcome) for outcome in outcomes)
@@ -332,16 +364,16 @@ def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
         )
 
     # The app answers chat again.
-    answered_at = wait_for_success(server.base_url, RECOVERY_DEADLINE_S)
+    answered_at = wait_for_success(BASE_URL, RECOVERY_DEADLINE_S)
     record_figure("kill to chat answered again s", round(answered_at - killed_at, 1))
 
     # The new gang: four running replicas, none of them an old one, and four live
     # engine workers, none of them an old process.
     deadline = time.monotonic() + RECOVERY_DEADLINE_S
     while True:
-        after = _cluster_state(a3_tier)
+        after = _cluster_state(cluster)
         new_replicas = _dp_replica_ids(after)
-        new_workers = _engine_workers(a3_tier, live_only=True)
+        new_workers = _engine_workers(cluster, live_only=True)
         settled = (
             after["replicas"]["DPServer:deepseek-v4-flash"] == {"RUNNING": RANKS}
             and len(new_replicas) == RANKS
@@ -358,7 +390,7 @@ def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
     record_figure("kill to four new ranks RUNNING s", round(time.time() - killed_at, 1))
     old_pids = {worker["pid"] for worker in old_workers}
     new_pids = {worker["pid"] for worker in new_workers}
-    said = _controller_warnings(a3_tier, old_replicas)
+    said = _controller_warnings(cluster, old_replicas)
     failed = {
         id_ for id_, lines in said.items() if any(STOPPED_AS_FAILED_MEMBER in x for x in lines)
     }
@@ -406,3 +438,9 @@ def test_fake_a3_killing_one_rank_restarts_its_whole_gang(
     # of the gang, the failed one and the healthy ones alike.
     assert failed, said
     assert failed | siblings == old_replicas, said
+
+
+def test_fake_a3_dry_run_stops_cleanly_on_ctrl_c(dry_run: DryRunProcess) -> None:
+    dry_run.process.send_signal(signal.SIGINT)
+    assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
+    assert dry_run.output().rstrip().endswith(STOPPED_LINE)
