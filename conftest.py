@@ -25,7 +25,8 @@ pytest_plugins = [HARNESS]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
 
-#: The one xdist group of every test that starts Ray, an engine or a server: one worker
+#: The one xdist group of every test that starts Ray, an engine, or a server on port 8000:
+#: one worker
 #: runs them all, in collection order, and the other worker the rest of the suite.
 #: Pages and several tests serve on port 8000, the port the pages tell readers to use;
 #: tests/resilience and tests/bench share one served app per package; a test that
@@ -43,6 +44,9 @@ WORKER_GROUPS: dict[Path, str] = {
     Path("tests") / "resilience": RAY_GROUP,
     Path("tests") / "bench": RAY_GROUP,
     Path("tests") / "multinode": RAY_GROUP,
+    # Runs a slice of the suite in a pytest of its own, whose in-process Ray test
+    # starts Ray on the host's address.
+    Path("tests") / "harness" / "test_worker_groups.py": RAY_GROUP,
     # One browser at a time, on the site built once.
     Path("tests") / "browser": "browser",
 }

@@ -60,8 +60,8 @@ PYTEST_ARGS: dict[str, list[str]] = {
 }
 
 #: Two pytest-xdist workers at every tested point, with conftest.py's WORKER_GROUPS each
-#: in one of them. Every test that starts Ray, an engine or a server is in one group, so
-#: one worker runs those in order while the other runs the rest of the suite.
+#: in one of them. Every test that starts Ray, an engine, or a server on port 8000 is in
+#: one group, so one worker runs those in order while the other runs the rest.
 PYTEST_WORKERS = ["-n", "2", "--dist", "loadgroup"]
 #: The slowest tests are listed: 60 of the whole suite, to see where its time goes.
 PYTEST_DURATIONS: dict[str, str] = {"2.60.0": "60", "2.56.1": "20", "2.57.1": "20"}

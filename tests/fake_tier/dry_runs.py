@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -55,8 +55,9 @@ class ServingCluster:
     """The fake cluster of a ``dry-run --keep-serving``, as a test reads it: the address
     the command printed, and what its head node's ``ray start`` process was given."""
 
-    #: Environment for a driver of the cluster: its address and its token.
-    driver_env: dict[str, str]
+    #: Environment for a driver of the cluster: its address and its token (kept out of
+    #: the repr, which a failing test's traceback prints).
+    driver_env: dict[str, str] = field(repr=False)
     #: Ray's temp dir for the cluster (``session_latest/logs`` holds Serve's logs).
     temp_dir: Path
     #: Where the engine workers record the NPUs Ray gave them.
@@ -66,16 +67,24 @@ class ServingCluster:
 _CLUSTER_LINE = re.compile(r"^fake-npu tier: \d+ fake \S+ node\(s\) at (\S+)$", re.MULTILINE)
 
 
+def _children(pid: int) -> list[tuple[psutil.Process, set[str]]]:
+    """The processes ``pid`` started itself (the nodes' ``ray start``), with their argv;
+    without one that exits meanwhile."""
+    children = []
+    for child in psutil.Process(pid).children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            children.append((child, set(child.cmdline())))
+    return children
+
+
 def serving_cluster(run: DryRunProcess) -> ServingCluster:
     """Read the cluster of ``run``, a dry-run that serves, from its output and processes."""
     (address,) = _CLUSTER_LINE.findall(run.output())
-    (head,) = [
-        child
-        for child in psutil.Process(run.process.pid).children(recursive=True)
-        if {"start", "--head", "--block"} <= set(child.cmdline())
+    ((head, argv),) = [
+        (node, argv) for node, argv in _children(run.process.pid) if {"--head", "--block"} <= argv
     ]
     environ = head.environ()
-    (temp_dir,) = [arg.split("=", 1)[1] for arg in head.cmdline() if arg.startswith("--temp-dir=")]
+    (temp_dir,) = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--temp-dir=")]
     return ServingCluster(
         driver_env={
             "RAY_ADDRESS": address,

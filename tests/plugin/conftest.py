@@ -43,9 +43,8 @@ def ray_with_fake_npus(request: pytest.FixtureRequest) -> Iterator[None]:
         )
         from ray import serve
 
-        # Serve's proxy would take port 8000, which the pages' servers use in the
-        # other xdist worker; two proxies there share it and answer each other's
-        # clients. No test here sends HTTP to Serve.
+        # Serve's proxy would take port 8000, which the pages' servers use; a proxy
+        # left there would answer their clients. No test here sends HTTP to Serve.
         serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
         try:
             yield

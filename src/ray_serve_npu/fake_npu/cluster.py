@@ -39,8 +39,8 @@ from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
 #: From Ray 2.57, ``ray start --block`` drains its node on SIGTERM, for up to
 #: ``RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S`` (30 s), so that Serve can move traffic to
 #: other nodes (``ray/_private/node.py``, ``_drain_node_before_shutdown``). The fake
-#: cluster stops all its nodes at once, with Serve shut down first: nothing is left to
-#: move, and a node serving an engine waited out the whole 30 s (measured: 32 s of
+#: cluster stops all its nodes, one after another, once it is done with them: nothing is
+#: left to move to, and a node serving an engine waited out the whole 30 s (measured: 32 s of
 #: a dry-run's stop, at 5 % CPU). 0 turns the drain off; Ray 2.56 has no drain.
 NO_DRAIN_ON_STOP = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
@@ -333,8 +333,8 @@ def _port_in_use(host: str, port: int) -> bool:
 
 
 def _stop_process_group(process: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
-    """SIGTERM to `ray start --block` (it drains, then stops its Ray processes), then
-    SIGKILL to whatever of its process group is still there."""
+    """SIGTERM to `ray start --block` (it stops its Ray processes, without the drain:
+    :data:`NO_DRAIN_ON_STOP`), then SIGKILL to whatever of its process group is still there."""
     with contextlib.suppress(ProcessLookupError):
         process.terminate()
     try:
