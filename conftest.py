@@ -26,8 +26,7 @@ pytest_plugins = [HARNESS]
 PLUGIN_TESTS = Path("tests") / "plugin"
 
 #: The one xdist group of every test that starts Ray, an engine, or a server on port 8000:
-#: one worker
-#: runs them all, in collection order, and the other worker the rest of the suite.
+#: one worker runs them all, in collection order, and the other worker the rest of the suite.
 #: Pages and several tests serve on port 8000, the port the pages tell readers to use;
 #: tests/resilience and tests/bench share one served app per package; a test that
 #: connects its own process to Ray runs Ray on the host's address with agents on fixed

@@ -80,9 +80,7 @@ class _Item:
 
 def test_a_fake_npu_test_joins_the_ray_group_wherever_it_lives(pytestconfig: pytest.Config) -> None:
     # The root conftest, by its path: in a whole run, `import conftest` may find another.
-    root_conftest = pytestconfig.pluginmanager.get_plugin(str(ROOT / "conftest.py"))
-    worker_group = root_conftest.worker_group
-    FAKE_NPU_MARKER, RAY_GROUP = root_conftest.FAKE_NPU_MARKER, root_conftest.RAY_GROUP
-    marked = _Item("tests/fake_tier/test_fake_npu_end_to_end.py", marker=FAKE_NPU_MARKER)
-    assert worker_group(marked) == RAY_GROUP  # type: ignore[arg-type]
-    assert worker_group(_Item("tests/fake_tier/test_fake_npu_end_to_end.py")) is None  # type: ignore[arg-type]
+    root = pytestconfig.pluginmanager.get_plugin(str(ROOT / "conftest.py"))
+    path = "tests/fake_tier/test_fake_npu_end_to_end.py"
+    assert root.worker_group(_Item(path, marker=root.FAKE_NPU_MARKER)) == root.RAY_GROUP
+    assert root.worker_group(_Item(path)) is None
