@@ -221,7 +221,9 @@ def _deploy_main(spec_file: Path, out_file: Path) -> None:
             targets = [t for g in groups if g.protocol == "HTTP" for t in g.targets]
             if len(targets) != 1:
                 raise RuntimeError(f"{name}: expected one direct-ingress target, got {groups}")
-            urls[name] = f"http://{targets[0].ip}:{targets[0].port}/{name}"
+            # The replica listens on Serve's HTTP host, whatever the Target's ip
+            # (serve/_private/http_util.py:784 at 2.60.0).
+            urls[name] = f"http://{host}:{targets[0].port}/{name}"
         print(f"{name}: {urls[name]}", flush=True)
     out_file.write_text(json.dumps(urls))
 

@@ -98,6 +98,8 @@ def recipe_fields(model_dir: Path) -> dict[str, Any]:
 
 #: One fake node with as many fake GPUs as NPUs, so that either kind's app fits.
 BENCH_NODE = FakeNode(num_gpus=FakeNode().node_kind.devices_per_node)
+#: Where every server the bench starts listens, and its clients connect.
+LOOPBACK = "127.0.0.1"
 
 
 def gpu_kind(fields: dict[str, Any]) -> dict[str, Any]:
@@ -346,7 +348,7 @@ def request_path_capacity(
 
     model = fields["model_loading_config"]["model_id"]
     print("deploying the app with the mock engine", flush=True)
-    url = run_apps({MOCK: {"llm_configs": [with_mock_engine(fields)]}}, host="127.0.0.1",
+    url = run_apps({MOCK: {"llm_configs": [with_mock_engine(fields)]}}, host=LOOPBACK,
                    port=port)[MOCK]  # fmt: skip
     try:
         points = measure_capacity(
@@ -372,7 +374,7 @@ def profile_serve_npu(
     level = settings.profile_concurrency
     load = settings.model_copy(update={"prompts_per_client": settings.profile_prompts_per_client})
     with driving_bench_cluster() as cluster:
-        url = run_apps({SERVE_NPU: {"llm_configs": [fields]}}, host="127.0.0.1",
+        url = run_apps({SERVE_NPU: {"llm_configs": [fields]}}, host=LOOPBACK,
                        port=free_port())[SERVE_NPU]  # fmt: skip
         try:
             warmup = point_config(url, model, model_dir, settings, 1)
@@ -426,7 +428,7 @@ def compare_paths(
     with direct_vllm(fields, model_dir, workdir) as direct_url:
         urls = {DIRECT: direct_url}
         args = {name: {"llm_configs": [app]} for name, app in apps.items()}
-        urls |= run_apps(args, host="127.0.0.1", port=port)
+        urls |= run_apps(args, host=LOOPBACK, port=port)
         try:
             results, comparisons = measure(urls, model, model_dir, settings, workdir / "points")
         finally:
@@ -442,6 +444,35 @@ def compare_paths(
     )
 
 
+def serve_arms(
+    levers: Sequence[Lever],
+    fields: dict[str, Any],
+    deploys: Path,
+    clusters: contextlib.ExitStack,
+) -> dict[str, str]:
+    """Each arm's app on a fake cluster with its Serve environment, kept in ``clusters``.
+
+    Returns each arm's base URL; the deploys' logs are in ``deploys``.
+    """
+    urls: dict[str, str] = {}
+    for group in by_cluster(levers):
+        cluster_env = dict(group[0].cluster_env)
+        if "RAY_SERVE_ENABLE_HA_PROXY" in cluster_env:
+            cluster_env |= haproxy_env()
+        print(f"starting a fake cluster for {', '.join(lever.name for lever in group)}"
+              f" with {group[0].cluster_env or 'Serve defaults'}", flush=True)  # fmt: skip
+        with environ(cluster_env):
+            cluster = clusters.enter_context(fake_npu_cluster([BENCH_NODE]))
+        # Serve's HTTP servers on 127.0.0.1, not on the fake node's own address:
+        # HAProxy reaches a replica on its own node at 127.0.0.1
+        # (serve/_private/haproxy.py:2056-2057 at 2.60.0), and the replica
+        # listens on Serve's HTTP host (serve/_private/http_util.py:784).
+        urls |= deploy(
+            {**cluster.env(), **cluster_env}, group, fields, LOOPBACK, free_port(), deploys
+        )
+    return urls
+
+
 def measure_levers(
     levers: Sequence[Lever],
     fields: dict[str, Any],
@@ -455,25 +486,7 @@ def measure_levers(
     deploys = out / "deploys"
     deploys.mkdir(exist_ok=True)
     with contextlib.ExitStack() as clusters:
-        urls: dict[str, str] = {}
-        for group in by_cluster(levers):
-            cluster_env = dict(group[0].cluster_env)
-            if "RAY_SERVE_ENABLE_HA_PROXY" in cluster_env:
-                cluster_env |= haproxy_env()
-            print(f"starting a fake cluster for {', '.join(lever.name for lever in group)}"
-                  f" with {group[0].cluster_env or 'Serve defaults'}", flush=True)  # fmt: skip
-            with environ(cluster_env):
-                cluster = clusters.enter_context(fake_npu_cluster([BENCH_NODE]))
-            # Serve's HTTP servers on the node's own address: HAProxy reaches the
-            # replicas' ports there (the Target's ip), not on 127.0.0.1.
-            urls |= deploy(
-                {**cluster.env(), **cluster_env},
-                group,
-                fields,
-                cluster.node_ip(0),
-                free_port(),
-                deploys,
-            )
+        urls = serve_arms(levers, fields, deploys, clusters)
         print(f"ready after {time.monotonic() - started:.0f} s: {urls}", flush=True)
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")

@@ -1,0 +1,40 @@
+"""The proxy levers' arms served as the bench serves them: fake NPU clusters, mock engine.
+
+``serve_arms`` starts each arm's fake cluster with its Serve flags and deploys the
+recipe's app on it, here with the streaming mock engine in place of vLLM's (the
+test is about where clients reach the app, not about the engine). The HAProxy arm
+once never deployed: Serve listened on the fake node's own address while HAProxy
+checked the replica at 127.0.0.1, so ``serve.run`` gave up with "Proxies not
+available after 60s."
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import httpx
+from ray_serve_npu_tooling.bench.capacity import with_mock_engine
+from ray_serve_npu_tooling.bench.levers import LEVERS
+from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
+
+#: One arm behind HAProxy, one with clients on the ingress replica's own port.
+ARMS = ("ha-proxy", "direct-ingress")
+
+
+def test_fake_npu_haproxy_and_direct_ingress_arms_answer_at_their_urls_mock_engine(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    fields = with_mock_engine(recipe_fields(tiny_model_dir))
+    model = fields["model_loading_config"]["model_id"]
+    chat_body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    with contextlib.ExitStack() as clusters:
+        urls = serve_arms([LEVERS[name] for name in ARMS], fields, tmp_path, clusters)
+        assert sorted(urls) == sorted(ARMS)
+        for name, url in urls.items():
+            models = httpx.get(f"{url}/v1/models", timeout=30)
+            assert models.status_code == 200, (name, models.text)
+            assert [entry["id"] for entry in models.json()["data"]] == [model], name
+            chat = httpx.post(f"{url}/v1/chat/completions", json=chat_body, timeout=60)
+            assert chat.status_code == 200, (name, chat.text)
+            assert chat.json()["choices"][0]["message"]["content"], name
