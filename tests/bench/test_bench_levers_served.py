@@ -11,6 +11,7 @@ available after 60s."
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 import httpx
@@ -31,6 +32,9 @@ def test_fake_npu_haproxy_and_direct_ingress_arms_answer_at_their_urls_mock_engi
     with contextlib.ExitStack() as clusters:
         urls = serve_arms([LEVERS[name] for name in ARMS], fields, tmp_path, clusters)
         assert sorted(urls) == sorted(ARMS)
+        # Direct ingress: the replica's own port, not Serve's proxy's.
+        proxy_port = json.loads((tmp_path / "deploy-direct-ingress.json").read_text())["port"]
+        assert httpx.URL(urls["direct-ingress"]).port != proxy_port
         for name, url in urls.items():
             models = httpx.get(f"{url}/v1/models", timeout=30)
             assert models.status_code == 200, (name, models.text)

@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import copy
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -459,6 +460,9 @@ def serve_arms(
         cluster_env = dict(group[0].cluster_env)
         if "RAY_SERVE_ENABLE_HA_PROXY" in cluster_env:
             cluster_env |= haproxy_env()
+            # Removed once the cluster, entered below, has stopped.
+            base = cluster_env["RAY_SERVE_HAPROXY_SERVER_STATE_BASE"]
+            clusters.callback(shutil.rmtree, base, ignore_errors=True)
         print(f"starting a fake cluster for {', '.join(lever.name for lever in group)}"
               f" with {group[0].cluster_env or 'Serve defaults'}", flush=True)  # fmt: skip
         with environ(cluster_env):
@@ -466,7 +470,9 @@ def serve_arms(
         # Serve's HTTP servers on 127.0.0.1, not on the fake node's own address:
         # HAProxy reaches a replica on its own node at 127.0.0.1
         # (serve/_private/haproxy.py:2056-2057 at 2.60.0), and the replica
-        # listens on Serve's HTTP host (serve/_private/http_util.py:784).
+        # listens on Serve's HTTP host (serve/_private/http_util.py:784). The
+        # clusters share the address: a replica whose port another cluster
+        # holds takes the next one (replica.py:2324-2362).
         urls |= deploy(
             {**cluster.env(), **cluster_env}, group, fields, LOOPBACK, free_port(), deploys
         )
