@@ -168,8 +168,16 @@ def _bench_lever_figures() -> dict[str, str]:
     ]
     by = {(c.target, c.concurrency): c for c in comparisons}
     rounds = len(comparisons[0].output_tokens_per_s)
-    # A lever that changes nothing leans one way in every round once in this many runs.
-    figures = {"lever_rounds": str(rounds), "lever_chance": str(2 ** (rounds - 1))}
+    # A lever that changes nothing leans one way in every round once in this many runs;
+    # the table reads two figures per lever and concurrency.
+    chance = 2 ** (rounds - 1)
+    readings = 2 * sum(c.target != DEFAULT for c in comparisons)
+    figures = {
+        "lever_rounds": str(rounds),
+        "lever_chance": str(chance),
+        "lever_readings": str(readings),
+        "lever_chance_readings": f"{readings / chance:.1f}",
+    }
     for (target, level), lever in by.items():
         name = f"lever_{target.replace('-', '_')}_{level}"
         paired = KindComparison.of(lever, by[DEFAULT, level])

@@ -178,3 +178,6 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() 
     assert substitutions["lever_default_1_ttft"] == f"{by[DEFAULT, 1].ttft:.0f}"
     assert substitutions["lever_rounds"] == str(rounds)
     assert substitutions["lever_chance"] == str(2 ** (rounds - 1))
+    readings = 2 * len(paired)
+    assert substitutions["lever_readings"] == str(readings)
+    assert substitutions["lever_chance_readings"] == f"{readings / 2 ** (rounds - 1):.1f}"
