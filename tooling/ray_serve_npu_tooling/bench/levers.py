@@ -18,12 +18,13 @@ environment, which exits once Serve runs the app (Serve's controller is detached
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,8 +128,10 @@ def by_cluster(levers: Sequence[Lever]) -> list[list[Lever]]:
     return list(groups.values())
 
 
-def haproxy_env() -> dict[str, str]:
-    """HAProxy's files and fixed ports, private to one cluster.
+@contextlib.contextmanager
+def haproxy_env() -> Iterator[dict[str, str]]:
+    """HAProxy's files and fixed ports, private to one cluster; the files' directory
+    goes on exit.
 
     Serve's defaults are shared paths under /tmp/haproxy-serve and ports 8404
     (stats) and 9101 (Prometheus), which HAProxy binds on every interface
@@ -138,16 +141,19 @@ def haproxy_env() -> dict[str, str]:
     """
     from ray_serve_npu.fake_npu.processes import free_port
 
-    base = Path(tempfile.mkdtemp(prefix="rsn-hap-", dir="/tmp"))
-    return {
-        "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(base / "haproxy.cfg"),
-        "RAY_SERVE_HAPROXY_SOCKET_PATH": str(base / "admin.sock"),
-        "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": str(base),
-        "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": str(base / "server-state"),
-        "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": str(base / "metrics.sock"),
-        "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
-        "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
-    }
+    with tempfile.TemporaryDirectory(
+        prefix="rsn-hap-", dir="/tmp", ignore_cleanup_errors=True
+    ) as directory:
+        base = Path(directory)
+        yield {
+            "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": str(base / "haproxy.cfg"),
+            "RAY_SERVE_HAPROXY_SOCKET_PATH": str(base / "admin.sock"),
+            "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": str(base),
+            "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": str(base / "server-state"),
+            "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": str(base / "metrics.sock"),
+            "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
+            "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
+        }
 
 
 def deploy(

@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import copy
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -70,6 +69,7 @@ from .compare import (
 )
 from .levers import (
     DEFAULT,
+    HA_PROXY,
     LEVERS,
     Lever,
     LeverError,
@@ -458,11 +458,9 @@ def serve_arms(
     urls: dict[str, str] = {}
     for group in by_cluster(levers):
         cluster_env = dict(group[0].cluster_env)
-        if "RAY_SERVE_ENABLE_HA_PROXY" in cluster_env:
-            cluster_env |= haproxy_env()
-            # Removed once the cluster, entered below, has stopped.
-            base = cluster_env["RAY_SERVE_HAPROXY_SERVER_STATE_BASE"]
-            clusters.callback(shutil.rmtree, base, ignore_errors=True)
+        if HA_PROXY.items() <= cluster_env.items():
+            # Entered first, so its files go after the cluster, entered below, stops.
+            cluster_env |= clusters.enter_context(haproxy_env())
         print(f"starting a fake cluster for {', '.join(lever.name for lever in group)}"
               f" with {group[0].cluster_env or 'Serve defaults'}", flush=True)  # fmt: skip
         with environ(cluster_env):
