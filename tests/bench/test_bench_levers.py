@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison
+from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT, Comparison, ratio_tables, targets
 from ray_serve_npu_tooling.bench.levers import (
     LEVERS,
     LeverError,
@@ -107,6 +107,33 @@ def test_the_lever_table_pairs_each_round_with_the_default() -> None:
     assert "| 1.50 (1.50-1.50) | faster every round |" in table
     assert "| ha-proxy | 32 |" in table and "| 1.00 (0.90-1.10) | within noise |" in table
     assert "| default |" not in table
+
+
+def test_against_direct_reads_each_arm_over_direct_and_direct_is_no_lever() -> None:
+    rounds = [
+        comparison(DIRECT, 32, [100, 200], [1000, 500]),
+        comparison(DEFAULT, 32, [300, 600], [500, 250]),
+        comparison("direct-streaming", 32, [150, 300], [900, 400]),
+    ]
+    assert "| direct |" not in lever_table(rounds)
+    streaming = ratio_tables(rounds, "direct-streaming", "Ray Serve LLM (direct-streaming)")
+    assert streaming.startswith("Ray Serve LLM (direct-streaming) / direct vLLM")
+    # Round by round: 900/1000 and 400/500.
+    assert "| 32 | 150.0 | 225.0 | 75.0 (50.0 to 100.0) | 1.50 (1.50-1.50) " in streaming
+    assert "| 0.85 (0.80-0.90) |" in streaming
+    assert "throughput ratio 0.85 >= 0.8: met" in targets(
+        rounds, paced=False, serve="direct-streaming"
+    )
+    assert "throughput ratio 0.50 >= 0.8: not met" in targets(rounds, paced=False, serve=DEFAULT)
+
+
+def test_against_direct_needs_a_lever_run(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--against-direct"])
+    assert stopped.value.code == 2
+    assert "--against-direct: it adds direct vLLM to a lever run; add --levers" in (
+        capsys.readouterr().err
+    )
 
 
 def test_verdict_needs_every_round_on_one_side() -> None:

@@ -42,27 +42,31 @@ def ratio_cell(ratios: Sequence[float]) -> str:
     return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def ratio_tables(comparisons: Sequence[Comparison]) -> str:
-    """Ray Serve LLM against direct vLLM, and (where measured) the npu kind against the gpu
-    kind, round by round, in Markdown."""
+def ratio_tables(
+    comparisons: Sequence[Comparison],
+    serve: str = SERVE_NPU,
+    label: str = "Ray Serve LLM (npu kind)",
+) -> str:
+    """Ray Serve LLM (target ``serve``, named ``label``) against direct vLLM, and (where
+    measured) the npu kind against the gpu kind, round by round, in Markdown."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
     lines = [
-        "Ray Serve LLM (npu kind) / direct vLLM, round by round: median (range over the rounds):",
+        f"{label} / direct vLLM, round by round: median (range over the rounds):",
         "",
         "| concurrency | TTFT p50 direct (ms) | TTFT p50 Serve (ms) | TTFT added (ms) "
         "| TTFT ratio | output tok/s direct | output tok/s Serve | throughput ratio |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for level in levels:
-        direct, serve = by[DIRECT, level], by[SERVE_NPU, level]
-        paired = KindComparison.of(serve, direct)
-        added = [s - d for s, d in zip(serve.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
+        direct, served = by[DIRECT, level], by[serve, level]
+        paired = KindComparison.of(served, direct)
+        added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
         lines.append(
-            f"| {level} | {direct.ttft:.1f} | {serve.ttft:.1f} "
+            f"| {level} | {direct.ttft:.1f} | {served.ttft:.1f} "
             f"| {statistics.median(added):.1f} ({min(added):.1f} to {max(added):.1f}) "
             f"| {ratio_cell(paired.ttft_ratios)} | {direct.throughput:.1f} "
-            f"| {serve.throughput:.1f} | {ratio_cell(paired.throughput_ratios)} |"
+            f"| {served.throughput:.1f} | {ratio_cell(paired.throughput_ratios)} |"
         )
     if not any(c.target == SERVE_GPU for c in comparisons):
         return "\n".join(lines) + "\n"
@@ -92,21 +96,22 @@ UNPACED_THROUGHPUT_TARGET = 0.8
 UNPACED_TARGET_CONCURRENCY = 32
 
 
-def targets(comparisons: Sequence[Comparison], *, paced: bool) -> str:
-    """Whether Ray Serve LLM met the request path's targets, from the rounds' medians."""
+def targets(comparisons: Sequence[Comparison], *, paced: bool, serve: str = SERVE_NPU) -> str:
+    """Whether Ray Serve LLM (target ``serve``) met the request path's targets, from the
+    rounds' medians."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
     if not paced:
         levels = [level for level in levels if level == UNPACED_TARGET_CONCURRENCY]
     lines = []
     for level in levels:
-        direct, serve = by[DIRECT, level], by[SERVE_NPU, level]
-        throughput = statistics.median(KindComparison.of(serve, direct).throughput_ratios)
+        direct, served = by[DIRECT, level], by[serve, level]
+        throughput = statistics.median(KindComparison.of(served, direct).throughput_ratios)
         floor = PACED_THROUGHPUT_TARGET if paced else UNPACED_THROUGHPUT_TARGET
         checks = [(f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor)]
         if paced:
             added = statistics.median(
-                s - d for s, d in zip(serve.ttft_p50_ms, direct.ttft_p50_ms, strict=True)
+                s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)
             )
             ceiling = PACED_TTFT_ADDED_TARGET_MS
             checks.append((f"TTFT added {added:.1f} ms <= {ceiling:g} ms", added <= ceiling))

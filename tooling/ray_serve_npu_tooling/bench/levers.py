@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from ray_serve_npu_tooling.serve_apps import run_apps
 
-from .compare import DEFAULT, Comparison, KindComparison, ratio_cell
+from .compare import DEFAULT, DIRECT, Comparison, KindComparison, ratio_cell
 
 
 class Lever(BaseModel, frozen=True):
@@ -235,10 +235,11 @@ def _deploy_main(spec_file: Path, out_file: Path) -> None:
 
 
 def lever_table(comparisons: Sequence[Comparison]) -> str:
-    """Each lever against the default, round by round, in Markdown."""
+    """Each lever against the default, round by round, in Markdown (direct vLLM, where
+    measured beside them, is no lever)."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
-    names = [name for name in dict.fromkeys(c.target for c in comparisons) if name != DEFAULT]
+    names = [n for n in dict.fromkeys(c.target for c in comparisons) if n not in (DEFAULT, DIRECT)]
     lines = [
         "Each lever / the default, round by round: median ratio (range over the rounds):",
         "",

@@ -265,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"defaults; one of {', '.join(n for n in LEVERS if n != DEFAULT)}, or all",
     )
     parser.add_argument(
+        "--against-direct",
+        action="store_true",
+        help="with --levers: direct vLLM too, in the same rounds, and each arm against it",
+    )
+    parser.add_argument(
         "--regimes",
         type=lambda text: [name for name in text.split(",") if name],
         default=list(REGIMES),
@@ -293,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--regimes: unknown {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
     settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
     levers = None
+    if args.against_direct and args.levers is None:
+        parser.error("--against-direct: it adds direct vLLM to a lever run; add --levers NAME,...")
     if args.levers is not None:
         names = list(LEVERS) if args.levers == ["all"] else args.levers
         try:
@@ -306,7 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_dir = tiny_model(out)
     fields = recipe_fields(model_dir)
     if levers is not None:
-        return measure_levers(levers, fields, model_dir, settings, out, started)
+        return measure_levers(
+            levers, fields, model_dir, settings, out, started, against_direct=args.against_direct
+        )
     if args.profile:
         return profile_serve_npu(fields, model_dir, settings, out / "profile", started)
     with driving_bench_cluster() as cluster:
@@ -484,18 +493,28 @@ def measure_levers(
     settings: BenchSettings,
     out: Path,
     started: float,
+    *,
+    against_direct: bool = False,
 ) -> int:
-    """Every arm on a fake cluster with its Serve environment; each lever against the default."""
+    """Every arm on a fake cluster with its Serve environment; each lever against the
+    default and, ``against_direct``, each arm against direct vLLM measured beside them."""
     model = fields["model_loading_config"]["model_id"]
     deploys = out / "deploys"
     deploys.mkdir(exist_ok=True)
     with contextlib.ExitStack() as clusters:
-        urls = serve_arms(levers, fields, deploys, clusters)
+        urls: dict[str, str] = {}
+        if against_direct:
+            urls[DIRECT] = clusters.enter_context(direct_vllm(fields, model_dir, deploys))
+        urls |= serve_arms(levers, fields, deploys, clusters)
         print(f"ready after {time.monotonic() - started:.0f} s: {urls}", flush=True)
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")
     write_models(comparisons, out / "levers.json")
     table = f"{provenance()}\n\n{lever_table(comparisons)}"
+    if against_direct:
+        for lever in levers:
+            table += "\n" + ratio_tables(comparisons, lever.name, f"Ray Serve LLM ({lever.name})")
+            table += targets(comparisons, paced=False, serve=lever.name)
     (out / "levers.md").write_text(table)
     print(table)
     print(f"took {time.monotonic() - started:.0f} s")
