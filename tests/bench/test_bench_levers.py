@@ -20,7 +20,16 @@ from ray_serve_npu_tooling.bench.levers import (
     select_levers,
     verdict,
 )
-from ray_serve_npu_tooling.bench.paths import main, recipe_fields
+from ray_serve_npu_tooling.bench.paths import (
+    NPU_PACED,
+    UNPACED,
+    BenchSettings,
+    main,
+    recipe_fields,
+    regime_inputs,
+)
+
+from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, NPUStepPacing
 
 
 def comparison(target: str, concurrency: int, ttft: list[float], tput: list[float]) -> Comparison:
@@ -133,6 +142,31 @@ def test_against_direct_needs_a_lever_run(capsys: pytest.CaptureFixture[str]) ->
     assert stopped.value.code == 2
     assert "--against-direct: it adds direct vLLM to a lever run; add --levers" in (
         capsys.readouterr().err
+    )
+
+
+def test_a_lever_run_takes_one_regime(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--levers", "ha-proxy", "--regimes", "unpaced,npu-paced"])
+    assert stopped.value.code == 2
+    assert "--regimes: a lever run takes one regime; choose unpaced or npu-paced" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_paced_regime_paces_every_arms_engine_and_sends_fewer_requests(
+    tiny_model_dir: Path,
+) -> None:
+    fields = recipe_fields(tiny_model_dir)
+    settings = BenchSettings()
+    assert regime_inputs(UNPACED, fields, settings) == (fields, settings)
+    paced_fields, paced_settings = regime_inputs(NPU_PACED, fields, settings)
+    assert paced_fields["runtime_env"]["env_vars"][PACING_ENV_VAR] == NPUStepPacing().env_value()
+    assert PACING_ENV_VAR not in fields["runtime_env"]["env_vars"]
+    assert paced_settings.num_prompts(1) == settings.paced_min_prompts < settings.num_prompts(1)
+    assert (
+        app_args(LEVERS["ha-proxy"], paced_fields)["llm_configs"][0]["runtime_env"]
+        == (paced_fields["runtime_env"])
     )
 
 

@@ -196,6 +196,16 @@ class BenchSettings(BaseModel):
         return max(self.min_prompts, self.prompts_per_client * concurrency)
 
 
+def regime_inputs(
+    regime: str, fields: dict[str, Any], settings: BenchSettings
+) -> tuple[dict[str, Any], BenchSettings]:
+    """The app's fields and the load for ``regime``: NPU-paced steps, and fewer requests
+    per point at low concurrency, where paced answers take seconds each."""
+    if regime != NPU_PACED:
+        return fields, settings
+    return paced(fields), settings.model_copy(update={"min_prompts": settings.paced_min_prompts})
+
+
 def measure(
     urls: dict[str, str], model: str, tokenizer: Path, settings: BenchSettings, workdir: Path
 ) -> tuple[list[PointResult], list[Comparison]]:
@@ -272,9 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--regimes",
         type=lambda text: [name for name in text.split(",") if name],
-        default=list(REGIMES),
         metavar="NAME,...",
-        help=f"which engines to compare the paths with: {', '.join(REGIMES)} (default both)",
+        help=f"which engines to compare the paths with: {', '.join(REGIMES)} (default both; "
+        f"with --levers, one of them, default {UNPACED})",
     )
     parser.add_argument(
         "--profile",
@@ -294,8 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N,...",
     )
     args = parser.parse_args(argv)
-    if unknown := sorted(set(args.regimes) - set(REGIMES)):
+    regimes = args.regimes or ([UNPACED] if args.levers is not None else list(REGIMES))
+    if unknown := sorted(set(regimes) - set(REGIMES)):
         parser.error(f"--regimes: unknown {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
+    if args.levers is not None and len(regimes) != 1:
+        parser.error(f"--regimes: a lever run takes one regime; choose {' or '.join(REGIMES)}")
     settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
     levers = None
     if args.against_direct and args.levers is None:
@@ -313,8 +326,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_dir = tiny_model(out)
     fields = recipe_fields(model_dir)
     if levers is not None:
+        (regime,) = regimes
         return measure_levers(
-            levers, fields, model_dir, settings, out, started, against_direct=args.against_direct
+            levers,
+            *regime_inputs(regime, fields, settings),
+            model_dir,
+            out,
+            started,
+            regime=regime,
+            against_direct=args.against_direct,
         )
     if args.profile:
         return profile_serve_npu(fields, model_dir, settings, out / "profile", started)
@@ -323,13 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sections = [provenance()]
         if not args.no_capacity:
             sections.append(request_path_capacity(cluster, fields, model_dir, settings, out, port))
-        for regime in args.regimes:
-            regime_fields = paced(fields) if regime == NPU_PACED else fields
-            regime_settings = settings
-            if regime == NPU_PACED:
-                regime_settings = settings.model_copy(
-                    update={"min_prompts": settings.paced_min_prompts}
-                )
+        for regime in regimes:
+            regime_fields, regime_settings = regime_inputs(regime, fields, settings)
             apps = {SERVE_NPU: regime_fields}
             if regime == UNPACED:
                 apps[SERVE_GPU] = gpu_kind(regime_fields)
@@ -489,15 +504,17 @@ def serve_arms(
 def measure_levers(
     levers: Sequence[Lever],
     fields: dict[str, Any],
-    model_dir: Path,
     settings: BenchSettings,
+    model_dir: Path,
     out: Path,
     started: float,
     *,
+    regime: str = UNPACED,
     against_direct: bool = False,
 ) -> int:
     """Every arm on a fake cluster with its Serve environment; each lever against the
-    default and, ``against_direct``, each arm against direct vLLM measured beside them."""
+    default and, ``against_direct``, each arm against direct vLLM measured beside them.
+    ``fields`` and ``settings`` are ``regime``'s (:func:`regime_inputs`)."""
     model = fields["model_loading_config"]["model_id"]
     deploys = out / "deploys"
     deploys.mkdir(exist_ok=True)
@@ -510,11 +527,11 @@ def measure_levers(
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")
     write_models(comparisons, out / "levers.json")
-    table = f"{provenance()}\n\n{lever_table(comparisons)}"
+    table = f"{provenance()}\n\nEngine: {regime}.\n\n{lever_table(comparisons)}"
     if against_direct:
         for lever in levers:
             table += "\n" + ratio_tables(comparisons, lever.name, f"Ray Serve LLM ({lever.name})")
-            table += targets(comparisons, paced=False, serve=lever.name)
+            table += targets(comparisons, paced=regime == NPU_PACED, serve=lever.name)
     (out / "levers.md").write_text(table)
     print(table)
     print(f"took {time.monotonic() - started:.0f} s")
