@@ -17,6 +17,7 @@ from ray_serve_npu_tooling.bench.levers import (
     app_args,
     by_cluster,
     lever_table,
+    levers_markdown,
     select_levers,
     verdict,
 )
@@ -134,6 +135,12 @@ def test_against_direct_reads_each_arm_over_direct_and_direct_is_no_lever() -> N
         rounds, paced=False, serve="direct-streaming"
     )
     assert "throughput ratio 0.50 >= 0.8: not met" in targets(rounds, paced=False, serve=DEFAULT)
+    # The run's file: each arm's table against direct, its targets a paragraph of their own.
+    tables = levers_markdown(rounds, paced=False)
+    assert tables.startswith(lever_table(rounds))
+    assert "Ray Serve LLM (default) / direct vLLM" in tables
+    assert f"{streaming}\nTargets, from the medians of the rounds:\n\n" in tables
+    assert "/ direct vLLM" not in levers_markdown(rounds[1:], paced=False)
 
 
 def test_against_direct_needs_a_lever_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,7 +33,15 @@ from pydantic import BaseModel
 
 from ray_serve_npu_tooling.serve_apps import run_apps
 
-from .compare import DEFAULT, DIRECT, Comparison, KindComparison, ratio_cell
+from .compare import (
+    DEFAULT,
+    DIRECT,
+    Comparison,
+    KindComparison,
+    ratio_cell,
+    ratio_tables,
+    targets,
+)
 
 
 class Lever(BaseModel, frozen=True):
@@ -258,6 +266,17 @@ def lever_table(comparisons: Sequence[Comparison]) -> str:
                 f"| {verdict(paired.throughput_ratios)} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def levers_markdown(comparisons: Sequence[Comparison], *, paced: bool) -> str:
+    """A lever run's tables: each lever against the default and, where direct vLLM ran
+    beside the arms, each arm against it with the request path's targets."""
+    parts = [lever_table(comparisons)]
+    if any(c.target == DIRECT for c in comparisons):
+        for arm in dict.fromkeys(c.target for c in comparisons if c.target != DIRECT):
+            parts.append(ratio_tables(comparisons, arm, f"Ray Serve LLM ({arm})"))
+            parts.append(targets(comparisons, paced=paced, serve=arm))
+    return "\n".join(part for part in parts if part)
 
 
 def verdict(throughput_ratios: Sequence[float]) -> str:

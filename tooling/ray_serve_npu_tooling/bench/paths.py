@@ -76,7 +76,7 @@ from .levers import (
     by_cluster,
     deploy,
     haproxy_env,
-    lever_table,
+    levers_markdown,
     select_levers,
 )
 from .profile import (
@@ -527,11 +527,8 @@ def measure_levers(
         results, comparisons = measure(urls, model, model_dir, settings, out / "points")
     write_json(results, out / "points.json")
     write_models(comparisons, out / "levers.json")
-    table = f"{provenance()}\n\nEngine: {regime}.\n\n{lever_table(comparisons)}"
-    if against_direct:
-        for lever in levers:
-            table += "\n" + ratio_tables(comparisons, lever.name, f"Ray Serve LLM ({lever.name})")
-            table += targets(comparisons, paced=regime == NPU_PACED, serve=lever.name)
+    tables = levers_markdown(comparisons, paced=regime == NPU_PACED)
+    table = f"{provenance()}\n\nEngine: {regime}.\n\n{tables}"
     (out / "levers.md").write_text(table)
     print(table)
     print(f"took {time.monotonic() - started:.0f} s")
