@@ -156,35 +156,57 @@ def _bench_profile_figures() -> dict[str, str]:
     }
 
 
-def _bench_lever_figures() -> dict[str, str]:
-    """The figures the tuning page cites from the committed run of ``nox -s bench --
-    --levers``: per lever and concurrency, ``lever_<name>_<concurrency>_<figure>``, the
-    lever's median and its ratio to the default, as the run's table reads them."""
-    from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison, KindComparison
+def _paired_figures(run: Path, reference: str, prefix: str) -> dict[str, str]:
+    """Per target and concurrency of a lever run's JSON, ``<prefix>_<target>_<level>_<figure>``:
+    the target's medians and, against ``reference`` round by round, the median ratios,
+    the range of the throughput ratios and the median time to first token it added."""
+    from ray_serve_npu_tooling.bench.compare import Comparison, KindComparison
 
-    comparisons = [
-        Comparison.model_validate(c)
-        for c in json.loads((DOCS / "_static" / "bench" / "levers" / "levers.json").read_text())
-    ]
+    comparisons = [Comparison.model_validate(c) for c in json.loads(run.read_text())]
     by = {(c.target, c.concurrency): c for c in comparisons}
-    rounds = len(comparisons[0].output_tokens_per_s)
+    figures = {}
+    for (target, level), arm in by.items():
+        name = f"{prefix}_{target.replace('-', '_')}_{level}"
+        base = by[reference, level]
+        paired = KindComparison.of(arm, base)
+        added = [a - b for a, b in zip(arm.ttft_p50_ms, base.ttft_p50_ms, strict=True)]
+        figures[f"{name}_ttft"] = f"{arm.ttft:.0f}"
+        figures[f"{name}_throughput"] = f"{arm.throughput:.0f}"
+        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
+        figures[f"{name}_throughput_ratio"] = f"{statistics.median(paired.throughput_ratios):.2f}"
+        ratios = paired.throughput_ratios
+        figures[f"{name}_throughput_ratio_range"] = f"{min(ratios):.2f} to {max(ratios):.2f}"
+        figures[f"{name}_ttft_added"] = f"{statistics.median(added):.0f}"
+        figures[f"{name}_ttft_added_range"] = f"{min(added):.0f} to {max(added):.0f}"
+    return figures
+
+
+def _bench_lever_figures() -> dict[str, str]:
+    """The figures the tuning page cites from the committed runs of ``nox -s bench --
+    --levers``: each lever against the default (``lever_...``), and the direct-streaming
+    runs' arms against direct vLLM (``vs_direct_<regime>_...``), as the runs' tables read
+    them."""
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT
+
+    bench = DOCS / "_static" / "bench"
+    levers = bench / "levers" / "levers.json"
+    rounds = len(json.loads(levers.read_text())[0]["output_tokens_per_s"])
     # A lever that changes nothing leans one way in every round once in this many runs;
     # the table reads two figures per lever and concurrency.
     chance = 2 ** (rounds - 1)
-    readings = 2 * sum(c.target != DEFAULT for c in comparisons)
+    readings = 2 * sum(c["target"] != DEFAULT for c in json.loads(levers.read_text()))
     figures = {
         "lever_rounds": str(rounds),
         "lever_chance": str(chance),
         "lever_readings": str(readings),
         "lever_chance_readings": f"{readings / chance:.1f}",
+        **_paired_figures(levers, DEFAULT, "lever"),
     }
-    for (target, level), lever in by.items():
-        name = f"lever_{target.replace('-', '_')}_{level}"
-        paired = KindComparison.of(lever, by[DEFAULT, level])
-        figures[f"{name}_ttft"] = f"{lever.ttft:.0f}"
-        figures[f"{name}_throughput"] = f"{lever.throughput:.0f}"
-        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
-        figures[f"{name}_throughput_ratio"] = f"{statistics.median(paired.throughput_ratios):.2f}"
+    for regime in ("unpaced", "npu-paced"):
+        run = bench / "direct-streaming" / regime / "levers.json"
+        prefix = f"vs_direct_{regime.replace('-', '_')}"
+        figures |= _paired_figures(run, DIRECT, prefix)
+        figures[f"{prefix}_rounds"] = str(len(json.loads(run.read_text())[0]["ttft_p50_ms"]))
     return figures
 
 

@@ -10,6 +10,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 from ray_serve_npu_tooling.docs.pages import read_page
 
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
@@ -181,3 +182,97 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() 
     readings = 2 * len(paired)
     assert substitutions["lever_readings"] == str(readings)
     assert substitutions["lever_chance_readings"] == f"{readings / 2 ** (rounds - 1):.1f}"
+
+
+#: The tuning page's runs of direct streaming against direct vLLM, one per regime.
+AGAINST_DIRECT = STATIC / "direct-streaming"
+
+
+@pytest.mark.parametrize("regime", ["unpaced", "npu-paced"])
+def test_the_tuning_pages_runs_against_direct_are_their_files_and_its_figures_theirs(
+    regime: str,
+) -> None:
+    import json
+    import runpy
+    import statistics
+
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT, Comparison, KindComparison
+    from ray_serve_npu_tooling.bench.levers import levers_markdown
+
+    folder = AGAINST_DIRECT / regime
+    comparisons = [
+        Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())
+    ]
+    # The file the page includes is the one the run's JSON gives, below its provenance.
+    first, rest = (folder / "levers.md").read_text().split("\n\n", 1)
+    assert first.startswith("Fake-NPU tier, ") and first.endswith("not NPU figures.")
+    paced = regime == "npu-paced"
+    assert rest == f"Engine: {regime}.\n\n{levers_markdown(comparisons, paced=paced)}"
+    page = " ".join(TUNING.read_text().split())
+    assert f"_static/bench/direct-streaming/{regime}/levers.md" in page
+    # The page's command is the one that made the run.
+    arms = [t for t in dict.fromkeys(c.target for c in comparisons) if t not in {DIRECT, DEFAULT}]
+    levels = ",".join(str(level) for level in sorted({c.concurrency for c in comparisons}))
+    rounds = len(comparisons[0].ttft_p50_ms)
+    regimes = " --regimes npu-paced" if paced else ""
+    command = (
+        f"nox -s bench -- --levers {','.join(arms)} --against-direct{regimes} "
+        f"--concurrency {levels} --rounds {rounds} "
+    )
+    assert command in page
+    # The figures the prose cites (docs/conf.py) are the run's, against direct vLLM.
+    substitutions = runpy.run_path(str(ROOT / "docs" / "conf.py"))["myst_substitutions"]
+    by = {(c.target, c.concurrency): c for c in comparisons}
+    prefix = f"vs_direct_{regime.replace('-', '_')}"
+    for (target, level), arm in by.items():
+        name = f"{prefix}_{target.replace('-', '_')}_{level}"
+        direct = by[DIRECT, level]
+        ratios = KindComparison.of(arm, direct).throughput_ratios
+        added = [a - d for a, d in zip(arm.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
+        assert substitutions[f"{name}_throughput_ratio"] == f"{statistics.median(ratios):.2f}"
+        range_ = f"{min(ratios):.2f} to {max(ratios):.2f}"
+        assert substitutions[f"{name}_throughput_ratio_range"] == range_
+        assert substitutions[f"{name}_ttft_added"] == f"{statistics.median(added):.0f}"
+        assert substitutions[f"{name}_ttft_added_range"] == f"{min(added):.0f} to {max(added):.0f}"
+    assert substitutions[f"{prefix}_rounds"] == str(rounds)
+
+
+def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them() -> None:
+    import json
+    import statistics
+
+    from ray_serve_npu_tooling.bench.compare import (
+        DIRECT,
+        PACED_THROUGHPUT_TARGET,
+        PACED_TTFT_ADDED_TARGET_MS,
+        UNPACED_THROUGHPUT_TARGET,
+        Comparison,
+        KindComparison,
+    )
+
+    def arm(regime: str, target: str, level: int) -> tuple[list[float], list[float]]:
+        """The arm's throughput ratios and added TTFT against direct vLLM, round by round."""
+        runs = json.loads((AGAINST_DIRECT / regime / "levers.json").read_text())
+        by = {(c.target, c.concurrency): c for c in map(Comparison.model_validate, runs)}
+        served, direct = by[target, level], by[DIRECT, level]
+        added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
+        return KindComparison.of(served, direct).throughput_ratios, added
+
+    page = " ".join(TUNING.read_text().split())
+    # Unpaced, at 32: the median meets the target, not every round does.
+    ratios, _ = arm("unpaced", "direct-streaming", 32)
+    assert min(ratios) < UNPACED_THROUGHPUT_TARGET <= statistics.median(ratios)
+    assert f"That median meets the target of {UNPACED_THROUGHPUT_TARGET}, but" in page
+    assert "so not every round met it" in page
+    # Paced, at one: both targets met; at 32, the time to first token's is not.
+    ratios, added = arm("npu-paced", "direct-streaming", 1)
+    assert statistics.median(ratios) >= PACED_THROUGHPUT_TARGET
+    assert statistics.median(added) <= PACED_TTFT_ADDED_TARGET_MS
+    targets = f"{PACED_THROUGHPUT_TARGET} and {PACED_TTFT_ADDED_TARGET_MS:g} ms"
+    assert f"it met the targets of {targets} there" in page
+    _, added = arm("npu-paced", "direct-streaming", 32)
+    assert statistics.median(added) > PACED_TTFT_ADDED_TARGET_MS
+    assert "so that target was not met" in page
+    # ... and its rounds spread over hundreds of milliseconds.
+    assert max(added) - min(added) >= 200
+    assert "spreads over hundreds of milliseconds" in page
