@@ -33,6 +33,17 @@ from ray_serve_npu_tooling.bench.paths import (
 from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, NPUStepPacing
 
 
+@pytest.fixture
+def arguments_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail fast where ``main`` gets past its arguments: it would start a bench run."""
+    from ray_serve_npu_tooling.bench import paths
+
+    def refuse(out: Path) -> None:
+        raise AssertionError("main accepted the arguments and began a bench run")
+
+    monkeypatch.setattr(paths, "tiny_model", refuse)
+
+
 def comparison(target: str, concurrency: int, ttft: list[float], tput: list[float]) -> Comparison:
     return Comparison(
         target=target, concurrency=concurrency, ttft_p50_ms=ttft, output_tokens_per_s=tput
@@ -126,15 +137,15 @@ def test_against_direct_reads_each_arm_over_direct_and_direct_is_no_lever() -> N
         comparison("direct-streaming", 32, [150, 300], [900, 400]),
     ]
     assert "| direct |" not in lever_table(rounds)
-    streaming = ratio_tables(rounds, "direct-streaming", "Ray Serve LLM (direct-streaming)")
+    streaming = ratio_tables(rounds, "direct-streaming")
     assert streaming.startswith("Ray Serve LLM (direct-streaming) / direct vLLM")
     # Round by round: 900/1000 and 400/500.
     assert "| 32 | 150.0 | 225.0 | 75.0 (50.0 to 100.0) | 1.50 (1.50-1.50) " in streaming
     assert "| 0.85 (0.80-0.90) |" in streaming
     assert "throughput ratio 0.85 >= 0.8: met" in targets(
-        rounds, paced=False, serve="direct-streaming"
+        rounds, paced=False, target="direct-streaming"
     )
-    assert "throughput ratio 0.50 >= 0.8: not met" in targets(rounds, paced=False, serve=DEFAULT)
+    assert "throughput ratio 0.50 >= 0.8: not met" in targets(rounds, paced=False, target=DEFAULT)
     # The run's file: each arm's table against direct, its targets a paragraph of their own.
     tables = levers_markdown(rounds, paced=False)
     assert tables.startswith(lever_table(rounds))
@@ -143,7 +154,9 @@ def test_against_direct_reads_each_arm_over_direct_and_direct_is_no_lever() -> N
     assert "/ direct vLLM" not in levers_markdown(rounds[1:], paced=False)
 
 
-def test_against_direct_needs_a_lever_run(capsys: pytest.CaptureFixture[str]) -> None:
+def test_against_direct_needs_a_lever_run(
+    capsys: pytest.CaptureFixture[str], arguments_only: None
+) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["--against-direct"])
     assert stopped.value.code == 2
@@ -152,7 +165,9 @@ def test_against_direct_needs_a_lever_run(capsys: pytest.CaptureFixture[str]) ->
     )
 
 
-def test_a_lever_run_takes_one_regime(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_lever_run_takes_one_regime(
+    capsys: pytest.CaptureFixture[str], arguments_only: None
+) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["--levers", "ha-proxy", "--regimes", "unpaced,npu-paced"])
     assert stopped.value.code == 2
@@ -174,6 +189,38 @@ def test_the_paced_regime_paces_every_arms_engine_and_sends_fewer_requests(
     assert (
         app_args(LEVERS["ha-proxy"], paced_fields)["llm_configs"][0]["runtime_env"]
         == (paced_fields["runtime_env"])
+    )
+
+
+def test_main_hands_a_lever_run_its_regimes_fields_and_direct_vllm(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ray_serve_npu_tooling.bench import paths
+
+    fields = recipe_fields(tiny_model_dir)
+    monkeypatch.setattr(paths, "tiny_model", lambda out: tiny_model_dir)
+    runs = []
+    monkeypatch.setattr(paths, "measure_levers", lambda *a, **kw: runs.append((a, kw)) or 0)
+    argv = ["--levers", "direct-streaming", "--against-direct", "--out-dir", str(tmp_path)]
+    assert main([*argv, "--regimes", "npu-paced", "--concurrency", "1,32"]) == 0
+    assert main(argv) == 0
+    (paced_levers, paced_fields, paced_settings, *_), paced_kw = runs[0]
+    assert [lever.name for lever in paced_levers] == [DEFAULT, "direct-streaming"]
+    expected = regime_inputs(NPU_PACED, fields, BenchSettings(concurrency=[1, 32]))
+    assert (paced_fields, paced_settings) == expected
+    assert paced_kw == {"regime": NPU_PACED, "against_direct": True}
+    (_, unpaced_fields, _, *_), unpaced_kw = runs[1]
+    assert unpaced_fields == fields and unpaced_kw["regime"] == UNPACED
+
+
+def test_an_empty_regime_list_is_refused(
+    capsys: pytest.CaptureFixture[str], arguments_only: None
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--regimes", ","])
+    assert stopped.value.code == 2
+    assert "--regimes: name at least one of unpaced, npu-paced, or leave it out" in (
+        capsys.readouterr().err
     )
 
 

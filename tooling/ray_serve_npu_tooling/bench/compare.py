@@ -42,24 +42,22 @@ def ratio_cell(ratios: Sequence[float]) -> str:
     return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def ratio_tables(
-    comparisons: Sequence[Comparison],
-    serve: str = SERVE_NPU,
-    label: str = "Ray Serve LLM (npu kind)",
-) -> str:
-    """Ray Serve LLM (target ``serve``, named ``label``) against direct vLLM, and (where
-    measured) the npu kind against the gpu kind, round by round, in Markdown."""
+def ratio_tables(comparisons: Sequence[Comparison], target: str = SERVE_NPU) -> str:
+    """Ray Serve LLM (``target``: the npu kind's app, or a lever run's arm) against direct
+    vLLM, and (where measured) the npu kind against the gpu kind, round by round, in
+    Markdown."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
+    label = "npu kind" if target == SERVE_NPU else target
     lines = [
-        f"{label} / direct vLLM, round by round: median (range over the rounds):",
+        f"Ray Serve LLM ({label}) / direct vLLM, round by round: median (range over the rounds):",
         "",
         "| concurrency | TTFT p50 direct (ms) | TTFT p50 Serve (ms) | TTFT added (ms) "
         "| TTFT ratio | output tok/s direct | output tok/s Serve | throughput ratio |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for level in levels:
-        direct, served = by[DIRECT, level], by[serve, level]
+        direct, served = by[DIRECT, level], by[target, level]
         paired = KindComparison.of(served, direct)
         added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
         lines.append(
@@ -96,16 +94,16 @@ UNPACED_THROUGHPUT_TARGET = 0.8
 UNPACED_TARGET_CONCURRENCY = 32
 
 
-def targets(comparisons: Sequence[Comparison], *, paced: bool, serve: str = SERVE_NPU) -> str:
-    """Whether Ray Serve LLM (target ``serve``) met the request path's targets, from the
-    rounds' medians."""
+def targets(comparisons: Sequence[Comparison], *, paced: bool, target: str = SERVE_NPU) -> str:
+    """Whether Ray Serve LLM (``target``, as in :func:`ratio_tables`) met the request
+    path's targets, from the rounds' medians."""
     by = {(c.target, c.concurrency): c for c in comparisons}
     levels = sorted({c.concurrency for c in comparisons})
     if not paced:
         levels = [level for level in levels if level == UNPACED_TARGET_CONCURRENCY]
     lines = []
     for level in levels:
-        direct, served = by[DIRECT, level], by[serve, level]
+        direct, served = by[DIRECT, level], by[target, level]
         throughput = statistics.median(KindComparison.of(served, direct).throughput_ratios)
         floor = PACED_THROUGHPUT_TARGET if paced else UNPACED_THROUGHPUT_TARGET
         checks = [(f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor)]

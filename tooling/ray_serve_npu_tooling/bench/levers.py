@@ -274,8 +274,8 @@ def levers_markdown(comparisons: Sequence[Comparison], *, paced: bool) -> str:
     parts = [lever_table(comparisons)]
     if any(c.target == DIRECT for c in comparisons):
         for arm in dict.fromkeys(c.target for c in comparisons if c.target != DIRECT):
-            parts.append(ratio_tables(comparisons, arm, f"Ray Serve LLM ({arm})"))
-            parts.append(targets(comparisons, paced=paced, serve=arm))
+            parts.append(ratio_tables(comparisons, arm))
+            parts.append(targets(comparisons, paced=paced, target=arm))
     return "\n".join(part for part in parts if part)
 
 

@@ -304,15 +304,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N,...",
     )
     args = parser.parse_args(argv)
+    if args.regimes == []:
+        parser.error(f"--regimes: name at least one of {', '.join(REGIMES)}, or leave it out")
     regimes = args.regimes or ([UNPACED] if args.levers is not None else list(REGIMES))
     if unknown := sorted(set(regimes) - set(REGIMES)):
         parser.error(f"--regimes: unknown {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
     if args.levers is not None and len(regimes) != 1:
         parser.error(f"--regimes: a lever run takes one regime; choose {' or '.join(REGIMES)}")
-    settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
-    levers = None
     if args.against_direct and args.levers is None:
         parser.error("--against-direct: it adds direct vLLM to a lever run; add --levers NAME,...")
+    settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
+    levers = None
     if args.levers is not None:
         names = list(LEVERS) if args.levers == ["all"] else args.levers
         try:
