@@ -10,6 +10,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -18,6 +19,9 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, hardware  # noqa: E402
 from ray_serve_npu.releases import COMPOSE_RELEASE, GUIDE_RELEASE, RELEASES, Release  # noqa: E402
+
+if TYPE_CHECKING:
+    from ray_serve_npu_tooling.bench.compare import Comparison
 
 project = "ray-serve-npu"
 author = "ray-serve-npu developers"
@@ -156,29 +160,40 @@ def _bench_profile_figures() -> dict[str, str]:
     }
 
 
-def _paired_figures(run: Path, reference: str, prefix: str) -> dict[str, str]:
-    """Per target and concurrency of a lever run's JSON, ``<prefix>_<target>_<level>_<figure>``:
-    the target's medians and, against ``reference`` round by round, the median ratios,
-    the range of the throughput ratios and the median time to first token it added."""
-    from ray_serve_npu_tooling.bench.compare import Comparison, KindComparison
+def _paired_figures(comparisons: list[Comparison], reference: str, prefix: str) -> dict[str, str]:
+    """Per target and concurrency of a lever run, ``<prefix>_<target>_<level>_<figure>``:
+    the medians of every target, the reference's too; and, for the others, against
+    ``reference`` round by round: the median ratios, the throughput ratios' lowest and
+    highest, and the time to first token added (median, lowest and highest)."""
+    from ray_serve_npu_tooling.bench.compare import KindComparison
 
-    comparisons = [Comparison.model_validate(c) for c in json.loads(run.read_text())]
     by = {(c.target, c.concurrency): c for c in comparisons}
     figures = {}
     for (target, level), arm in by.items():
         name = f"{prefix}_{target.replace('-', '_')}_{level}"
-        base = by[reference, level]
-        paired = KindComparison.of(arm, base)
-        added = [a - b for a, b in zip(arm.ttft_p50_ms, base.ttft_p50_ms, strict=True)]
         figures[f"{name}_ttft"] = f"{arm.ttft:.0f}"
         figures[f"{name}_throughput"] = f"{arm.throughput:.0f}"
-        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
-        figures[f"{name}_throughput_ratio"] = f"{statistics.median(paired.throughput_ratios):.2f}"
+        if target == reference:
+            continue
+        base = by[reference, level]
+        paired = KindComparison.of(arm, base)
         ratios = paired.throughput_ratios
-        figures[f"{name}_throughput_ratio_range"] = f"{min(ratios):.2f} to {max(ratios):.2f}"
+        added = [a - b for a, b in zip(arm.ttft_p50_ms, base.ttft_p50_ms, strict=True)]
+        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
+        figures[f"{name}_throughput_ratio"] = f"{statistics.median(ratios):.2f}"
+        figures[f"{name}_throughput_ratio_min"] = f"{min(ratios):.2f}"
+        figures[f"{name}_throughput_ratio_max"] = f"{max(ratios):.2f}"
         figures[f"{name}_ttft_added"] = f"{statistics.median(added):.0f}"
-        figures[f"{name}_ttft_added_range"] = f"{min(added):.0f} to {max(added):.0f}"
+        figures[f"{name}_ttft_added_min"] = f"{min(added):.0f}"
+        figures[f"{name}_ttft_added_max"] = f"{max(added):.0f}"
     return figures
+
+
+def _lever_run(path: Path) -> list[Comparison]:
+    """A committed lever run's comparisons (its ``levers.json``)."""
+    from ray_serve_npu_tooling.bench.compare import Comparison
+
+    return [Comparison.model_validate(c) for c in json.loads(path.read_text())]
 
 
 def _bench_lever_figures() -> dict[str, str]:
@@ -189,12 +204,12 @@ def _bench_lever_figures() -> dict[str, str]:
     from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT
 
     bench = DOCS / "_static" / "bench"
-    levers = bench / "levers" / "levers.json"
-    rounds = len(json.loads(levers.read_text())[0]["output_tokens_per_s"])
+    levers = _lever_run(bench / "levers" / "levers.json")
+    rounds = len(levers[0].ttft_p50_ms)
     # A lever that changes nothing leans one way in every round once in this many runs;
     # the table reads two figures per lever and concurrency.
     chance = 2 ** (rounds - 1)
-    readings = 2 * sum(c["target"] != DEFAULT for c in json.loads(levers.read_text()))
+    readings = 2 * sum(c.target != DEFAULT for c in levers)
     figures = {
         "lever_rounds": str(rounds),
         "lever_chance": str(chance),
@@ -202,11 +217,11 @@ def _bench_lever_figures() -> dict[str, str]:
         "lever_chance_readings": f"{readings / chance:.1f}",
         **_paired_figures(levers, DEFAULT, "lever"),
     }
-    for regime in ("unpaced", "npu-paced"):
-        run = bench / "direct-streaming" / regime / "levers.json"
-        prefix = f"vs_direct_{regime.replace('-', '_')}"
-        figures |= _paired_figures(run, DIRECT, prefix)
-        figures[f"{prefix}_rounds"] = str(len(json.loads(run.read_text())[0]["ttft_p50_ms"]))
+    paced = _lever_run(bench / "direct-streaming" / "npu-paced" / "levers.json")
+    unpaced = _lever_run(bench / "direct-streaming" / "unpaced" / "levers.json")
+    figures |= _paired_figures(unpaced, DIRECT, "vs_direct_unpaced")
+    figures |= _paired_figures(paced, DIRECT, "vs_direct_npu_paced")
+    figures["vs_direct_npu_paced_rounds"] = str(len(paced[0].ttft_p50_ms))
     return figures
 
 
