@@ -175,10 +175,8 @@ def _paired_figures(comparisons: list[Comparison], reference: str, prefix: str) 
         figures[f"{name}_throughput"] = f"{arm.throughput:.0f}"
         if target == reference:
             continue
-        base = by[reference, level]
-        paired = KindComparison.of(arm, base)
-        ratios = paired.throughput_ratios
-        added = [a - b for a, b in zip(arm.ttft_p50_ms, base.ttft_p50_ms, strict=True)]
+        paired = KindComparison.of(arm, by[reference, level])
+        ratios, added = paired.throughput_ratios, paired.ttft_added_ms
         figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
         figures[f"{name}_throughput_ratio"] = f"{statistics.median(ratios):.2f}"
         figures[f"{name}_throughput_ratio_min"] = f"{min(ratios):.2f}"

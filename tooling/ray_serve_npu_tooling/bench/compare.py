@@ -59,7 +59,7 @@ def ratio_tables(comparisons: Sequence[Comparison], target: str = SERVE_NPU) -> 
     for level in levels:
         direct, served = by[DIRECT, level], by[target, level]
         paired = KindComparison.of(served, direct)
-        added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
+        added = paired.ttft_added_ms
         lines.append(
             f"| {level} | {direct.ttft:.1f} | {served.ttft:.1f} "
             f"| {statistics.median(added):.1f} ({min(added):.1f} to {max(added):.1f}) "
@@ -103,14 +103,12 @@ def targets(comparisons: Sequence[Comparison], *, paced: bool, target: str = SER
         levels = [level for level in levels if level == UNPACED_TARGET_CONCURRENCY]
     lines = []
     for level in levels:
-        direct, served = by[DIRECT, level], by[target, level]
-        throughput = statistics.median(KindComparison.of(served, direct).throughput_ratios)
+        paired = KindComparison.of(by[target, level], by[DIRECT, level])
+        throughput = statistics.median(paired.throughput_ratios)
         floor = PACED_THROUGHPUT_TARGET if paced else UNPACED_THROUGHPUT_TARGET
         checks = [(f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor)]
         if paced:
-            added = statistics.median(
-                s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)
-            )
+            added = statistics.median(paired.ttft_added_ms)
             ceiling = PACED_TTFT_ADDED_TARGET_MS
             checks.append((f"TTFT added {added:.1f} ms <= {ceiling:g} ms", added <= ceiling))
         for what, met in checks:
@@ -131,14 +129,18 @@ class KindComparison(BaseModel):
 
     ttft_ratios: list[float]
     throughput_ratios: list[float]
+    #: The first target's TTFT p50 less the second's, in ms.
+    ttft_added_ms: list[float]
 
     @classmethod
     def of(cls, npu: Comparison, gpu: Comparison) -> KindComparison:
+        ttfts = list(zip(npu.ttft_p50_ms, gpu.ttft_p50_ms, strict=True))
         return cls(
-            ttft_ratios=[n / g for n, g in zip(npu.ttft_p50_ms, gpu.ttft_p50_ms, strict=True)],
+            ttft_ratios=[n / g for n, g in ttfts],
             throughput_ratios=[
                 n / g for n, g in zip(npu.output_tokens_per_s, gpu.output_tokens_per_s, strict=True)
             ],
+            ttft_added_ms=[n - g for n, g in ttfts],
         )
 
     @property
