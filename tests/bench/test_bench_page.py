@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ray_serve_npu_tooling.bench.compare import Comparison
 from ray_serve_npu_tooling.docs.pages import read_page
 
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
@@ -105,6 +106,15 @@ def test_the_pages_profile_is_one_runs_files_and_its_reading_holds_for_them() ->
 
 
 TUNING = ROOT / "docs" / "tuning.md"
+
+
+def lever_run(folder: Path) -> list[Comparison]:
+    """A committed lever run's comparisons, from ``folder``'s ``levers.json``."""
+    import json
+
+    return [Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())]
+
+
 #: What the tuning page reads from its run: a lever against the default at a
 #: concurrency, a figure of it (time to first token, output throughput), whether its
 #: rounds' ratios were all lower, all higher or on both sides of 1, and the words of
@@ -135,17 +145,14 @@ LEVER_READING = [
 
 
 def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_reading_holds() -> None:
-    import json
     import runpy
     import statistics
 
-    from ray_serve_npu_tooling.bench.compare import DEFAULT, Comparison, KindComparison
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, KindComparison
     from ray_serve_npu_tooling.bench.levers import LEVERS, lever_table, verdict
 
     folder = STATIC / "levers"
-    comparisons = [
-        Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())
-    ]
+    comparisons = lever_run(folder)
     # The table the page includes is the one the run's JSON gives.
     assert lever_table(comparisons) in (folder / "levers.md").read_text()
     page = " ".join(TUNING.read_text().split())
@@ -192,17 +199,14 @@ AGAINST_DIRECT = STATIC / "direct-streaming"
 def test_the_tuning_pages_runs_against_direct_are_their_files_and_its_figures_theirs(
     regime: str,
 ) -> None:
-    import json
     import runpy
     import statistics
 
-    from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT, Comparison, KindComparison
+    from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT, KindComparison
     from ray_serve_npu_tooling.bench.levers import levers_markdown
 
     folder = AGAINST_DIRECT / regime
-    comparisons = [
-        Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())
-    ]
+    comparisons = lever_run(folder)
     # The file the page includes is the one the run's JSON gives, below its provenance.
     first, rest = (folder / "levers.md").read_text().split("\n\n", 1)
     assert first.startswith("Fake-NPU tier, ") and first.endswith("not NPU figures.")
@@ -242,7 +246,6 @@ def test_the_tuning_pages_runs_against_direct_are_their_files_and_its_figures_th
 
 
 def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them() -> None:
-    import json
     import statistics
 
     from ray_serve_npu_tooling.bench.compare import (
@@ -250,14 +253,12 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
         PACED_THROUGHPUT_TARGET,
         PACED_TTFT_ADDED_TARGET_MS,
         UNPACED_THROUGHPUT_TARGET,
-        Comparison,
         KindComparison,
     )
 
     def arm(regime: str, target: str, level: int) -> tuple[list[float], list[float]]:
         """The arm's throughput ratios and added TTFT against direct vLLM, round by round."""
-        runs = json.loads((AGAINST_DIRECT / regime / "levers.json").read_text())
-        by = {(c.target, c.concurrency): c for c in map(Comparison.model_validate, runs)}
+        by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / regime)}
         served, direct = by[target, level], by[DIRECT, level]
         added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
         return KindComparison.of(served, direct).throughput_ratios, added
