@@ -43,6 +43,7 @@ LLM_CONFIG = "ray.llm._internal.serve.core.configs.llm_config"
 VLLM_MODELS = "ray.llm._internal.serve.engines.vllm.vllm_models"
 LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
 INGRESS = "ray.llm._internal.serve.core.ingress.ingress"
+INGRESS_BUILDER = "ray.llm._internal.serve.core.ingress.builder"
 
 logger = logging.getLogger("ray_serve_npu")
 
@@ -158,6 +159,16 @@ PATCHES: tuple[Patch, ...] = (
         "(ray_serve_npu.streams).",
         why="Ray's ingress ends such a stream with neither data: [DONE] nor a "
         "finish_reason, which OpenAI clients take for a complete answer.",
+        upstream=None,
+    ),
+    Patch(
+        module=INGRESS_BUILDER,
+        function="_patch_direct_streaming_api_key",
+        what=f"With {API_KEY_ENV_VAR} set where the app is built and "
+        "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1, the engine's replica requires the key "
+        "on the vLLM app it serves in place of the OpenAI ingress (ray_serve_npu.ingress).",
+        why="Direct streaming removes the ingress that carries the key, so the endpoint "
+        "would answer without it.",
         upstream=None,
     ),
 )

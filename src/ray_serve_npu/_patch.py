@@ -239,6 +239,26 @@ def _patch_ingress_api_key(module: ModuleType) -> None:
     module.init = init
 
 
+def _patch_direct_streaming_api_key(module: ModuleType) -> None:
+    """Require the API key on the app a direct-streaming server builds, where one is set."""
+    # Ray's data-parallel and prefill-decode builders import the name from this
+    # module; the hook patches it before they are executed.
+    ray_build = module._build_direct_streaming_llm_deployment
+
+    @functools.wraps(ray_build)
+    def _build_direct_streaming_llm_deployment(llm_config: Any, **kwargs: Any) -> Any:
+        key = ingress.api_key_from_env()
+        if key is not None:
+            # Ray's own choice of server class, keyed.
+            server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
+            kwargs["deployment_cls"] = ingress.keyed_server_class(
+                server_cls, ingress.key_digest(key)
+            )
+        return ray_build(llm_config, **kwargs)
+
+    module._build_direct_streaming_llm_deployment = _build_direct_streaming_llm_deployment
+
+
 def _patch_ingress_failures_before_streaming(module: ModuleType) -> None:
     """Answer a request that fails before its first chunk with a stable 503 or 500."""
     ingress_cls = module.OpenAiIngress

@@ -1,9 +1,13 @@
-"""An API key on Ray Serve LLM's OpenAI ingress.
+"""An API key on Ray Serve LLM's OpenAI endpoint.
 
 Wired in by ``ray_serve_npu._patch``; it applies to every kind, not just npu.
 Ray Serve LLM 2.56 to 2.60 has no API key on its OpenAI endpoint. Set
 :data:`API_KEY_ENV_VAR` where the app is built and every request must carry
-``Authorization: Bearer <key>``, as ``vllm serve --api-key`` requires.
+``Authorization: Bearer <key>``, as ``vllm serve --api-key`` requires: on the
+app of Ray Serve LLM's OpenAI ingress (``require_api_key``), and with
+``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1``, which serves vLLM's own app from
+the engine's replica in place of that ingress, on that app
+(``keyed_server_class``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import hashlib
 import hmac
 import logging
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.responses import JSONResponse
 from starlette.status import WS_1008_POLICY_VIOLATION
@@ -142,3 +146,32 @@ def require_api_key(app: Any) -> None:
     key = api_key_from_env()
     if key is not None:
         app.add_middleware(ApiKeyMiddleware, key_digest=key_digest(key))
+
+
+ServerT = TypeVar("ServerT", bound=type)
+
+
+def keyed_server_class(server_cls: ServerT, digest: bytes) -> ServerT:
+    """``server_cls`` whose direct-streaming app requires the key of SHA-256 ``digest``.
+
+    With direct streaming, Serve builds the ingress app in the engine's replica, from
+    the server's ``__serve_build_asgi_app__`` once the engine has started, so there is
+    no app to add the middleware to where the key is read. The subclass carries only
+    the digest to the replica (Serve pickles the class), and adds
+    :class:`ApiKeyMiddleware` to the app there, last, so outermost. It keeps the
+    server's ``__name__``, from which Ray Serve LLM names the deployment.
+    """
+
+    async def __serve_build_asgi_app__(self: Any) -> Any:  # noqa: N807 (Serve's hook)
+        app = await super(keyed, self).__serve_build_asgi_app__()
+        # vLLM's build_app builds the middleware stack at once, and Starlette refuses
+        # a middleware added after that; unset, the stack is built again on first use.
+        app.middleware_stack = None
+        app.add_middleware(ApiKeyMiddleware, key_digest=digest)
+        return app
+
+    # A local qualname, so that cloudpickle pickles the class by value, digest and all.
+    qualname = f"keyed_server_class.<locals>.{server_cls.__name__}"
+    namespace = {"__serve_build_asgi_app__": __serve_build_asgi_app__, "__qualname__": qualname}
+    keyed = type(server_cls.__name__, (server_cls,), namespace)
+    return keyed  # type: ignore[return-value]

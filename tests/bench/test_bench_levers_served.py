@@ -6,6 +6,10 @@ test is about where clients reach the app, not about the engine). The HAProxy ar
 once never deployed: Serve listened on the fake node's own address while HAProxy
 checked the replica at 127.0.0.1, so ``serve.run`` gave up with "Proxies not
 available after 60s."
+
+Direct streaming serves the app the engine's replica builds, behind HAProxy; its arm
+here runs with the plugin's API key set where the app is built, as a reader would
+run it, to show the key holds on that path too.
 """
 
 from __future__ import annotations
@@ -19,19 +23,41 @@ from ray_serve_npu_tooling.bench.capacity import with_mock_engine
 from ray_serve_npu_tooling.bench.levers import LEVERS
 from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
 
+from ray_serve_npu.fake_npu.tier import fresh_api_key
+from ray_serve_npu.ingress import API_KEY_ENV_VAR
+
 #: One arm behind HAProxy, one with clients on the ingress replica's own port.
 ARMS = ("ha-proxy", "direct-ingress")
+#: Behind HAProxy too, on the same fake cluster, with the API key.
+KEYED_ARM = "direct-streaming"
 
 
-def test_fake_npu_haproxy_and_direct_ingress_arms_answer_at_their_urls_mock_engine(
+def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_mock_engine(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     fields = with_mock_engine(recipe_fields(tiny_model_dir))
     model = fields["model_loading_config"]["model_id"]
     chat_body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    key = fresh_api_key()
+    streaming = LEVERS[KEYED_ARM]
+    keyed = streaming.model_copy(
+        update={"build_env": {**streaming.build_env, API_KEY_ENV_VAR: key}}
+    )
     with contextlib.ExitStack() as clusters:
-        urls = serve_arms([LEVERS[name] for name in ARMS], fields, tmp_path, clusters)
-        assert sorted(urls) == sorted(ARMS)
+        urls = serve_arms([*(LEVERS[name] for name in ARMS), keyed], fields, tmp_path, clusters)
+        assert sorted(urls) == sorted([*ARMS, KEYED_ARM])
+        keyed_url = urls.pop(KEYED_ARM)
+        refused = httpx.post(f"{keyed_url}/v1/chat/completions", json=chat_body, timeout=60)
+        assert refused.status_code == 401, refused.text
+        assert API_KEY_ENV_VAR in refused.json()["error"]["message"]
+        served = httpx.post(
+            f"{keyed_url}/v1/chat/completions",
+            json=chat_body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+        assert served.status_code == 200, served.text
+        assert served.json()["choices"][0]["message"]["content"]
         # Direct ingress: the replica's own port, not Serve's proxy's.
         proxy_port = json.loads((tmp_path / "deploy-direct-ingress.json").read_text())["port"]
         assert httpx.URL(urls["direct-ingress"]).port != proxy_port

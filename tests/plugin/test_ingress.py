@@ -1,7 +1,8 @@
-"""The API key the plugin adds to Ray Serve LLM's OpenAI ingress.
+"""The API key the plugin adds to Ray Serve LLM's OpenAI ingress, and with direct
+streaming to the app the engine's replica serves in its place.
 
-They run on Ray's own ingress module, patched, with Starlette's test client: no
-Ray cluster, no engine.
+They run on Ray's own ingress and builder modules, patched, with Starlette's test
+client: no Ray cluster, and for direct streaming the mock engine in place of vLLM's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Any
 import cloudpickle
 import pytest
 from fastapi import FastAPI, WebSocket
+from npu_configs import make_llm_config
+from ray.llm._internal.serve.core.ingress import builder as ray_builder
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
+from ray.llm._internal.serve.serving_patterns.data_parallel import builder as ray_dp_builder
+from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
+from ray.llm._internal.serve.serving_patterns.prefill_decode import builder as ray_pd_builder
+from ray_serve_npu_tooling.mock_engine import MockEngine
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.types import Message
 
@@ -166,3 +173,79 @@ def test_a_key_no_header_can_carry_is_refused_when_the_app_is_built(
     ) as error:
         ray_ingress.make_fastapi_ingress(ray_ingress.OpenAiIngress)
     assert key.strip() not in str(error.value)
+
+
+def _direct_streaming_deployment(**kwargs: Any) -> Any:
+    """The engine's deployment as Ray's direct-streaming builder makes it, for model "tiny"."""
+    return ray_builder._build_direct_streaming_llm_deployment(make_llm_config(), **kwargs)
+
+
+def _direct_streaming_app(deployment: Any) -> FastAPI:
+    """The app a replica of ``deployment`` serves: its class pickled as Serve ships it,
+    started on the mock engine, then asked for its app as Serve asks."""
+    server_cls = cloudpickle.loads(cloudpickle.dumps(deployment._bound_deployment.func_or_class))
+    # Serve's wrapper has an async __del__, which an instance it did not start would
+    # leave unawaited.
+    server = object.__new__(type("Replica", (server_cls,), {"__del__": lambda self: None}))
+    server._llm_config = make_llm_config()
+    server.engine = MockEngine(server._llm_config)
+    return asyncio.run(server.__serve_build_asgi_app__())
+
+
+def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    client = TestClient(_direct_streaming_app(_direct_streaming_deployment()))
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}]}
+
+    refused = client.post("/v1/chat/completions", json=chat)
+    assert refused.status_code == 401
+    assert API_KEY_ENV_VAR in refused.json()["error"]["message"]
+    assert client.get("/v1/models").status_code == 401
+    served = client.post(
+        "/v1/chat/completions", json=chat, headers={"Authorization": f"Bearer {KEY}"}
+    )
+    assert served.status_code == 200, served.text
+
+
+def test_direct_streaming_ships_only_the_keys_digest_and_keeps_the_deployments_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(API_KEY_ENV_VAR, raising=False)
+    open_name = _direct_streaming_deployment()._bound_deployment.name
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    deployment = _direct_streaming_deployment()
+    pickled = cloudpickle.dumps(deployment._bound_deployment.func_or_class)
+
+    assert KEY.encode() not in pickled
+    assert key_digest(KEY) in pickled
+    assert deployment._bound_deployment.name == open_name == "LLMServer:tiny"
+
+
+def test_without_the_variable_direct_streaming_serves_without_a_key_and_a_warning_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv(API_KEY_ENV_VAR, raising=False)
+    with caplog.at_level(logging.WARNING, logger="ray_serve_npu.ingress"):
+        app = _direct_streaming_app(_direct_streaming_deployment())
+
+    assert TestClient(app).get("/v1/models").status_code == 200
+    assert f"{API_KEY_ENV_VAR} is not set" in caplog.text
+
+
+def test_rays_data_parallel_and_prefill_decode_builders_build_keyed_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both import the builder by name: they must have imported the patched one.
+    keyed_builder = ray_builder._build_direct_streaming_llm_deployment
+    assert keyed_builder.__wrapped__ is not None
+    assert ray_dp_builder._build_direct_streaming_llm_deployment is keyed_builder
+    assert ray_pd_builder._build_direct_streaming_llm_deployment is keyed_builder
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    deployment = _direct_streaming_deployment(deployment_cls=DPServer)
+
+    assert deployment._bound_deployment.name == "DPServer:tiny"
+    assert issubclass(deployment._bound_deployment.func_or_class, DPServer)
+    refused = TestClient(_direct_streaming_app(deployment)).get("/v1/models")
+    assert refused.status_code == 401

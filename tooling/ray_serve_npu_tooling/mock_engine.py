@@ -8,6 +8,8 @@ placement group exactly as for a real engine; the mock starts instantly and
 answers chat requests (not streamed) with a fixed text after holding each one for
 ``RAY_SERVE_NPU_MOCK_ENGINE_HOLD_S`` seconds (default 0), so that tests can keep
 requests in flight, as Serve's autoscaling needs to see load. It serves nothing else.
+With ``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1`` it serves the same answers from an
+app of its own (:meth:`MockEngine.build_asgi_app`), in place of vLLM's.
 
 :class:`StreamingMockEngine` also streams chat answers, computing nothing, so that a
 load test measures the request path in front of the engine (``nox -s bench``).
@@ -27,9 +29,14 @@ from collections.abc import AsyncGenerator
 from typing import Any, NoReturn
 
 import ray
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
 from ray import serve
 from ray.experimental.internal_kv import _internal_kv_put
-from ray.llm._internal.serve.core.configs.openai_api_models import ChatCompletionResponse
+from ray.llm._internal.serve.core.configs.openai_api_models import (
+    ChatCompletionRequest,
+    ChatCompletionResponse,
+)
 from ray.llm._internal.serve.core.engine.protocol import LLMEngine
 from ray.util.placement_group import get_current_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -75,6 +82,31 @@ class MockEngine(LLMEngine):
 
     async def reset_prefix_cache(self) -> None:
         return None
+
+    async def build_asgi_app(self) -> FastAPI:
+        """The app a direct-streaming replica serves, in place of vLLM's OpenAI app:
+        ``GET /v1/models`` and ``POST /v1/chat/completions``, answered by :meth:`chat`.
+
+        Its middleware stack is built at once, as vLLM's ``build_app`` builds it, so
+        that a middleware added later meets what it meets on vLLM's app.
+        """
+        app = FastAPI()
+        model_id = self.llm_config.model_id
+
+        @app.get("/v1/models")
+        async def models() -> dict[str, Any]:
+            return {"object": "list", "data": [{"id": model_id, "object": "model"}]}
+
+        @app.post("/v1/chat/completions", response_model=None)
+        async def chat(raw: Request) -> JSONResponse | StreamingResponse:
+            request = ChatCompletionRequest.model_validate(await raw.json())
+            answers = self.chat(request)
+            if request.stream:
+                return StreamingResponse(answers, media_type="text/event-stream")
+            return JSONResponse((await anext(answers)).model_dump(mode="json"))
+
+        app.middleware_stack = app.build_middleware_stack()
+        return app
 
     def _refuse(self, what: str) -> NoReturn:
         raise NotImplementedError(
