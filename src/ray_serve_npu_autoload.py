@@ -213,9 +213,9 @@ def refuse_disabling_the_api_key() -> None:
 def _patches_for_this_ray() -> tuple[Patch, ...]:
     """The patches this Ray needs.
 
-    The ingress's hold for every kind, so they apply even where Ray Serve LLM has
-    an npu kind of its own and the npu kind's patches step aside: a key set must
-    never go unenforced.
+    The ingress's and the direct-streaming builder's hold for every kind, so they
+    apply even where Ray Serve LLM has an npu kind of its own and the npu kind's
+    patches step aside: a key set must never go unenforced.
     """
     from ray_serve_npu import accelerators
 
@@ -272,7 +272,8 @@ def activate() -> None:
     supported range. It then patches the Ray Serve LLM modules already imported
     and hooks the ones imported later. Where Ray Serve LLM has an npu kind of its
     own, it patches only the OpenAI ingress (API key, failure answers and stream
-    error events, 404 naming the served models). Calling it again does nothing.
+    error events, 404 naming the served models) and the API key of direct
+    streaming. Calling it again does nothing.
     """
     global _activated, _warned_disabled
     if disabled():
@@ -296,7 +297,8 @@ def activate() -> None:
     if not _activated and accelerators.RAY_HAS_NPU_KIND:
         logger.info(
             "Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge and "
-            "adds only the OpenAI ingress's API key, failure answers and 404."
+            "adds only the OpenAI ingress's API key, failure answers and 404, and the "
+            "API key of direct streaming."
         )
     install()
     _patch_loaded_modules()

@@ -8,14 +8,15 @@ implements them. Nothing here changes the behaviour of the gpu, tpu and cpu
 kinds, except in the OpenAI ingress, for every kind: the 404 for an unknown model
 also names the served models, an API key can be required, and a request or
 stream whose replica fails ends in a stable error (:mod:`ray_serve_npu.ingress`,
-:mod:`ray_serve_npu.streams`). On a Ray Serve LLM with an npu kind of its own,
-only the ingress is patched.
+:mod:`ray_serve_npu.streams`); and the API key holds with direct streaming too.
+On a Ray Serve LLM with an npu kind of its own, only those are patched.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Annotated, Any, Optional, Union, get_args
@@ -239,26 +240,6 @@ def _patch_ingress_api_key(module: ModuleType) -> None:
     module.init = init
 
 
-def _patch_direct_streaming_api_key(module: ModuleType) -> None:
-    """Require the API key on the app a direct-streaming server builds, where one is set."""
-    # Ray's data-parallel and prefill-decode builders import the name from this
-    # module; the hook patches it before they are executed.
-    ray_build = module._build_direct_streaming_llm_deployment
-
-    @functools.wraps(ray_build)
-    def _build_direct_streaming_llm_deployment(llm_config: Any, **kwargs: Any) -> Any:
-        key = ingress.api_key_from_env()
-        if key is not None:
-            # Ray's own choice of server class, keyed.
-            server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
-            kwargs["deployment_cls"] = ingress.keyed_server_class(
-                server_cls, ingress.key_digest(key)
-            )
-        return ray_build(llm_config, **kwargs)
-
-    module._build_direct_streaming_llm_deployment = _build_direct_streaming_llm_deployment
-
-
 def _patch_ingress_failures_before_streaming(module: ModuleType) -> None:
     """Answer a request that fails before its first chunk with a stable 503 or 500."""
     ingress_cls = module.OpenAiIngress
@@ -269,3 +250,34 @@ def _patch_ingress_stream_errors(module: ModuleType) -> None:
     """End a stream whose replica or engine fails in an error event."""
     # `_process_llm_request` looks the name up in the module at call time.
     module._openai_json_wrapper = streams.ending_streams_in_errors(module._openai_json_wrapper)
+
+
+#: Ray's builders that import the direct-streaming builder by name from the core
+#: builder module (the same at 2.56.1, 2.57.1 and 2.60.0).
+_DIRECT_STREAMING_IMPORTERS = (
+    "ray.llm._internal.serve.serving_patterns.data_parallel.builder",
+    "ray.llm._internal.serve.serving_patterns.prefill_decode.builder",
+)
+
+
+def _patch_direct_streaming_api_key(module: ModuleType) -> None:
+    """Require the API key on the app a direct-streaming server builds, where one is set."""
+    ray_build = module._build_direct_streaming_llm_deployment
+
+    @functools.wraps(ray_build)
+    def _build_direct_streaming_llm_deployment(llm_config: Any, **kwargs: Any) -> Any:
+        digest = ingress.key_digest_from_env()
+        # Ray's own choice of server class. One without the hook is left to Ray,
+        # which refuses it when the app is built.
+        server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
+        if digest is not None and hasattr(server_cls, "__serve_build_asgi_app__"):
+            kwargs["deployment_cls"] = ingress.keyed_server_class(server_cls, digest)
+        return ray_build(llm_config, **kwargs)
+
+    module._build_direct_streaming_llm_deployment = _build_direct_streaming_llm_deployment
+    # Through the import hook, this runs before those builders are executed and they
+    # import the keyed builder; after a late activate(), rebind the ones loaded.
+    for name in _DIRECT_STREAMING_IMPORTERS:
+        importer = sys.modules.get(name)
+        if getattr(importer, "_build_direct_streaming_llm_deployment", None) is ray_build:
+            importer._build_direct_streaming_llm_deployment = _build_direct_streaming_llm_deployment

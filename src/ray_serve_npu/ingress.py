@@ -84,6 +84,13 @@ def key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("ascii")).digest()
 
 
+def key_digest_from_env() -> bytes | None:
+    """The digest of the key in :data:`API_KEY_ENV_VAR`, checked as :func:`api_key_from_env`
+    checks it; None if it is unset."""
+    key = api_key_from_env()
+    return None if key is None else key_digest(key)
+
+
 def openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
     """The error object OpenAI clients parse (``{"error": {...}}``)."""
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
@@ -143,15 +150,15 @@ def require_api_key(app: Any) -> None:
     request without the key. Only the key's digest goes into the app, which
     Serve pickles to the ingress replicas and Ray keeps in its GCS.
     """
-    key = api_key_from_env()
-    if key is not None:
-        app.add_middleware(ApiKeyMiddleware, key_digest=key_digest(key))
+    digest = key_digest_from_env()
+    if digest is not None:
+        app.add_middleware(ApiKeyMiddleware, key_digest=digest)
 
 
-ServerT = TypeVar("ServerT", bound=type)
+_ServerT = TypeVar("_ServerT", bound=type)
 
 
-def keyed_server_class(server_cls: ServerT, digest: bytes) -> ServerT:
+def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
     """``server_cls`` whose direct-streaming app requires the key of SHA-256 ``digest``.
 
     With direct streaming, Serve builds the ingress app in the engine's replica, from

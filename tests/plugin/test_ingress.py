@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +20,7 @@ from fastapi import FastAPI, WebSocket
 from npu_configs import make_llm_config
 from ray.llm._internal.serve.core.ingress import builder as ray_builder
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
+from ray.llm._internal.serve.core.server.llm_server import LLMServer
 from ray.llm._internal.serve.serving_patterns.data_parallel import builder as ray_dp_builder
 from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
 from ray.llm._internal.serve.serving_patterns.prefill_decode import builder as ray_pd_builder
@@ -25,6 +28,7 @@ from ray_serve_npu_tooling.mock_engine import MockEngine
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.types import Message
 
+from ray_serve_npu import _patch
 from ray_serve_npu.ingress import API_KEY_ENV_VAR, ApiKeyMiddleware, key_digest
 
 KEY = "test-key-4b1d"
@@ -196,7 +200,10 @@ def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
-    client = TestClient(_direct_streaming_app(_direct_streaming_deployment()))
+    app = _direct_streaming_app(_direct_streaming_deployment())
+    # Outermost, so no middleware of Ray's (such as LoRA resolution at 2.60) runs first.
+    assert app.user_middleware[0].cls is ApiKeyMiddleware
+    client = TestClient(app)
     chat = {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}]}
 
     refused = client.post("/v1/chat/completions", json=chat)
@@ -234,14 +241,15 @@ def test_without_the_variable_direct_streaming_serves_without_a_key_and_a_warnin
     assert f"{API_KEY_ENV_VAR} is not set" in caplog.text
 
 
-def test_rays_data_parallel_and_prefill_decode_builders_build_keyed_servers(
+def test_rays_data_parallel_and_prefill_decode_builders_hold_the_keyed_builder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Both import the builder by name: they must have imported the patched one.
+    # Both import the builder by name from the core builder module.
     keyed_builder = ray_builder._build_direct_streaming_llm_deployment
-    assert keyed_builder.__wrapped__ is not None
+    assert keyed_builder.__wrapped__.__module__ == ray_builder.__name__
     assert ray_dp_builder._build_direct_streaming_llm_deployment is keyed_builder
     assert ray_pd_builder._build_direct_streaming_llm_deployment is keyed_builder
+    # The data-parallel builder's server class, keyed.
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
     deployment = _direct_streaming_deployment(deployment_cls=DPServer)
 
@@ -249,3 +257,49 @@ def test_rays_data_parallel_and_prefill_decode_builders_build_keyed_servers(
     assert issubclass(deployment._bound_deployment.func_or_class, DPServer)
     refused = TestClient(_direct_streaming_app(deployment)).get("/v1/models")
     assert refused.status_code == 401
+
+
+def _builder_module(ray_build: Any) -> types.ModuleType:
+    """A stand-in for Ray's core builder module, holding ``ray_build``."""
+    module = types.ModuleType("builder")
+    module._build_direct_streaming_llm_deployment = ray_build
+    module.LLMServer = LLMServer
+    return module
+
+
+def _server_class_given(llm_config: Any, **kwargs: Any) -> Any:
+    """A stand-in for Ray's direct-streaming builder: the server class it was handed."""
+    return kwargs.get("deployment_cls")
+
+
+def test_a_late_activation_rebinds_the_builders_that_imported_rays_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ray's data-parallel builder, imported before the plugin activated.
+    importer = types.ModuleType("data_parallel_builder")
+    importer._build_direct_streaming_llm_deployment = _server_class_given
+    monkeypatch.setitem(sys.modules, _patch._DIRECT_STREAMING_IMPORTERS[0], importer)
+    core = _builder_module(_server_class_given)
+    _patch._patch_direct_streaming_api_key(core)
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+
+    assert (
+        importer._build_direct_streaming_llm_deployment
+        is core._build_direct_streaming_llm_deployment
+    )
+    server_cls = importer._build_direct_streaming_llm_deployment(make_llm_config())
+    assert issubclass(server_cls, LLMServer) and server_cls is not LLMServer
+
+
+def test_a_server_class_without_rays_app_hook_is_left_for_ray_to_refuse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class NoAppHook:
+        pass
+
+    core = _builder_module(_server_class_given)
+    _patch._patch_direct_streaming_api_key(core)
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+
+    build = core._build_direct_streaming_llm_deployment
+    assert build(make_llm_config(), deployment_cls=NoAppHook) is NoAppHook
