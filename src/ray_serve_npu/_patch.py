@@ -5,11 +5,12 @@ to one Ray module, right after it is imported (through the import hook) or later
 (when the plugin activates after Ray Serve LLM was imported). The hook owns the
 list of patches, their order, what each is for and when it goes; this module only
 implements them. Nothing here changes the behaviour of the gpu, tpu and cpu
-kinds, except in the OpenAI ingress, for every kind: the 404 for an unknown model
-also names the served models, an API key can be required, and a request or
-stream whose replica fails ends in a stable error (:mod:`ray_serve_npu.ingress`,
-:mod:`ray_serve_npu.streams`); and the API key holds with direct streaming too.
-On a Ray Serve LLM with an npu kind of its own, only those are patched.
+kinds, except in the OpenAI ingress and in the direct-streaming builder, for every
+kind: the 404 for an unknown model also names the served models, an API key can be
+required, on the ingress or with direct streaming on the engine's replica, and a
+request or stream whose replica fails ends in a stable error
+(:mod:`ray_serve_npu.ingress`, :mod:`ray_serve_npu.streams`). On a Ray Serve LLM
+with an npu kind of its own, only those are patched.
 """
 
 from __future__ import annotations
@@ -267,10 +268,9 @@ def _patch_direct_streaming_api_key(module: ModuleType) -> None:
     @functools.wraps(ray_build)
     def _build_direct_streaming_llm_deployment(llm_config: Any, **kwargs: Any) -> Any:
         digest = ingress.key_digest_from_env()
-        # Ray's own choice of server class. One without the hook is left to Ray,
-        # which refuses it when the app is built.
-        server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
-        if digest is not None and hasattr(server_cls, "__serve_build_asgi_app__"):
+        if digest is not None:
+            # Ray's own choice of server class, keyed.
+            server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
             kwargs["deployment_cls"] = ingress.keyed_server_class(server_cls, digest)
         return ray_build(llm_config, **kwargs)
 

@@ -85,8 +85,11 @@ def key_digest(key: str) -> bytes:
 
 
 def key_digest_from_env() -> bytes | None:
-    """The digest of the key in :data:`API_KEY_ENV_VAR`, checked as :func:`api_key_from_env`
-    checks it; None if it is unset."""
+    """The digest of the key in :data:`API_KEY_ENV_VAR`.
+
+    None, with a warning, if it is unset; raises ValueError as :func:`api_key_from_env`
+    does.
+    """
     key = api_key_from_env()
     return None if key is None else key_digest(key)
 
@@ -167,7 +170,17 @@ def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
     the digest to the replica (Serve pickles the class), and adds
     :class:`ApiKeyMiddleware` to the app there, last, so outermost. It keeps the
     server's ``__name__``, from which Ray Serve LLM names the deployment.
+
+    Raises ValueError if ``server_cls`` has no ``__serve_build_asgi_app__``: no app
+    could carry the key.
     """
+    if not hasattr(server_cls, "__serve_build_asgi_app__"):
+        raise ValueError(
+            f"{API_KEY_ENV_VAR} is set, but {server_cls.__name__} can't require the key "
+            "with direct streaming: it has no __serve_build_asgi_app__, from which Serve "
+            "builds the app in place of the OpenAI ingress. Fix: derive the server class "
+            "from Ray Serve LLM's LLMServer, or unset RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING."
+        )
 
     async def __serve_build_asgi_app__(self: Any) -> Any:  # noqa: N807 (Serve's hook)
         app = await super(keyed, self).__serve_build_asgi_app__()

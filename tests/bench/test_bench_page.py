@@ -275,31 +275,46 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
     for level in paced_levels:
         ratios, _ = arm("npu-paced", "direct-streaming", level)
         assert statistics.median(ratios) >= PACED_THROUGHPUT_TARGET, level
-    assert "met the throughput target of 0.97 at every concurrency of the run" in page
-    # ... the time to first token's at one and 8 ...
+    assert (
+        f"met the throughput target of {PACED_THROUGHPUT_TARGET} at every concurrency of the run"
+        in page
+    )
+    # ... the time to first token's medians at one and 8 ...
     for level in (1, 8):
         _, added = arm("npu-paced", "direct-streaming", level)
         assert statistics.median(added) <= PACED_TTFT_ADDED_TARGET_MS, level
-    assert f"ms at 8, within the target of {PACED_TTFT_ADDED_TARGET_MS:g} ms" in page
-    # ... and at 32 and 64 the rounds spread over hundreds of milliseconds either way,
-    # behind seconds of queueing.
+    assert f"its medians met the target of {PACED_TTFT_ADDED_TARGET_MS:g} ms there" in page
+    # ... though not every round at 8 met either target ...
+    ratios, added = arm("npu-paced", "direct-streaming", 8)
+    assert min(ratios) < PACED_THROUGHPUT_TARGET < PACED_TTFT_ADDED_TARGET_MS < max(added)
+    assert "Not every round met the targets at 8" in page
+    # ... and at 32 and 64 the rounds spread over more than a hundred milliseconds
+    # either way, behind seconds of direct vLLM's own time to first token.
     by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / "npu-paced")}
     for level in (32, 64):
         _, added = arm("npu-paced", "direct-streaming", level)
-        assert min(added) < 0 < max(added) and max(added) - min(added) >= 200, level
+        assert min(added) <= -100 and max(added) >= 100, level
         assert statistics.median(by[DIRECT, level].ttft_p50_ms) >= 1000, level
-    assert "ranged over hundreds of milliseconds either way" in page
-    assert "So these rounds can't tell whether it stays within 10 ms there" in page
+    assert "ranged over more than a hundred milliseconds either way" in page
+    limit = f"{PACED_TTFT_ADDED_TARGET_MS:g} ms"
+    assert f"So these rounds can't tell whether it stays within {limit} there" in page
     # Unpaced at one, both arms' throughput on both sides of direct vLLM's.
     for target in ("default", "direct-streaming"):
         ratios, _ = arm("unpaced", target, 1)
         assert min(ratios) < 1 < max(ratios), target
     assert "both arms' throughput fell on both sides of direct vLLM's" in page
-    # In every regime and at every concurrency, direct streaming delivered more of
-    # direct vLLM's throughput than the defaults.
-    for regime in ("unpaced", "npu-paced"):
-        for level in sorted({c.concurrency for c in lever_run(AGAINST_DIRECT / regime)}):
-            streaming, _ = arm(regime, "direct-streaming", level)
-            default, _ = arm(regime, "default", level)
-            assert statistics.median(streaming) > statistics.median(default), (regime, level)
-    assert "more of direct vLLM's throughput than Ray's defaults at every concurrency" in page
+
+    # Direct streaming delivered more throughput than the defaults in every round: at
+    # every concurrency with NPU-paced steps, and at 32 unpaced (not at one).
+    def more_in_every_round(regime: str, level: int) -> bool:
+        by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / regime)}
+        paired = KindComparison.of(by["direct-streaming", level], by["default", level])
+        return min(paired.throughput_ratios) > 1
+
+    assert all(more_in_every_round("npu-paced", level) for level in paced_levels)
+    assert more_in_every_round("unpaced", 32) and not more_in_every_round("unpaced", 1)
+    assert "less than direct streaming in every round at every concurrency" in page
+    assert (
+        "more throughput than Ray's defaults in every round of {ref}`tuning-against-direct` "
+        "with NPU-paced steps, and at concurrency 32 unpaced"
+    ) in page

@@ -272,34 +272,31 @@ def _server_class_given(llm_config: Any, **kwargs: Any) -> Any:
     return kwargs.get("deployment_cls")
 
 
+@pytest.mark.parametrize("importer_name", _patch._DIRECT_STREAMING_IMPORTERS)
 def test_a_late_activation_rebinds_the_builders_that_imported_rays_builder(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, importer_name: str
 ) -> None:
-    # Ray's data-parallel builder, imported before the plugin activated.
-    importer = types.ModuleType("data_parallel_builder")
+    # One of Ray's builders, imported before the plugin activated.
+    importer = types.ModuleType(importer_name)
     importer._build_direct_streaming_llm_deployment = _server_class_given
-    monkeypatch.setitem(sys.modules, _patch._DIRECT_STREAMING_IMPORTERS[0], importer)
+    monkeypatch.setitem(sys.modules, importer_name, importer)
     core = _builder_module(_server_class_given)
     _patch._patch_direct_streaming_api_key(core)
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
 
-    assert (
-        importer._build_direct_streaming_llm_deployment
-        is core._build_direct_streaming_llm_deployment
-    )
+    keyed_builder = core._build_direct_streaming_llm_deployment
+    assert importer._build_direct_streaming_llm_deployment is keyed_builder
     server_cls = importer._build_direct_streaming_llm_deployment(make_llm_config())
     assert issubclass(server_cls, LLMServer) and server_cls is not LLMServer
 
 
-def test_a_server_class_without_rays_app_hook_is_left_for_ray_to_refuse(
+def test_a_server_class_that_cant_carry_the_key_is_refused_with_the_fix(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     class NoAppHook:
         pass
 
-    core = _builder_module(_server_class_given)
-    _patch._patch_direct_streaming_api_key(core)
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
 
-    build = core._build_direct_streaming_llm_deployment
-    assert build(make_llm_config(), deployment_cls=NoAppHook) is NoAppHook
+    with pytest.raises(ValueError, match=f"{API_KEY_ENV_VAR} is set, but NoAppHook .* Fix:"):
+        _direct_streaming_deployment(deployment_cls=NoAppHook)
