@@ -249,6 +249,7 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
     import statistics
 
     from ray_serve_npu_tooling.bench.compare import (
+        DEFAULT,
         DIRECT,
         PACED_THROUGHPUT_TARGET,
         PACED_TTFT_ADDED_TARGET_MS,
@@ -256,12 +257,17 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
         KindComparison,
     )
 
-    def arm(regime: str, target: str, level: int) -> tuple[list[float], list[float]]:
-        """The arm's throughput ratios and added TTFT against direct vLLM, round by round."""
-        by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / regime)}
-        served, direct = by[target, level], by[DIRECT, level]
-        added = [s - d for s, d in zip(served.ttft_p50_ms, direct.ttft_p50_ms, strict=True)]
-        return KindComparison.of(served, direct).throughput_ratios, added
+    def arms(regime: str) -> dict[tuple[str, int], Comparison]:
+        """The run's arms by target and concurrency."""
+        return {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / regime)}
+
+    def arm(
+        regime: str, target: str, level: int, against: str = DIRECT
+    ) -> tuple[list[float], list[float]]:
+        """The arm's throughput ratios and added TTFT against another, round by round."""
+        by = arms(regime)
+        paired = KindComparison.of(by[target, level], by[against, level])
+        return paired.throughput_ratios, paired.ttft_added_ms
 
     page = " ".join(TUNING.read_text().split())
     # Unpaced, at 32: the median meets the target, not every round does.
@@ -270,7 +276,8 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
     assert f"That median meets the target of {UNPACED_THROUGHPUT_TARGET}, but" in page
     assert "so not every round met it" in page
     # Paced: the throughput target met at every concurrency of the run.
-    paced_levels = sorted({c.concurrency for c in lever_run(AGAINST_DIRECT / "npu-paced")})
+    paced = arms("npu-paced")
+    paced_levels = sorted({level for _, level in paced})
     assert paced_levels == [1, 8, 32, 64]
     for level in paced_levels:
         ratios, _ = arm("npu-paced", "direct-streaming", level)
@@ -290,11 +297,10 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
     assert "Not every round met the targets at 8" in page
     # ... and at 32 and 64 the rounds spread over more than a hundred milliseconds
     # either way, behind seconds of direct vLLM's own time to first token.
-    by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / "npu-paced")}
     for level in (32, 64):
         _, added = arm("npu-paced", "direct-streaming", level)
         assert min(added) <= -100 and max(added) >= 100, level
-        assert statistics.median(by[DIRECT, level].ttft_p50_ms) >= 1000, level
+        assert statistics.median(paced[DIRECT, level].ttft_p50_ms) >= 1000, level
     assert "ranged over more than a hundred milliseconds either way" in page
     limit = f"{PACED_TTFT_ADDED_TARGET_MS:g} ms"
     assert f"So these rounds can't tell whether it stays within {limit} there" in page
@@ -307,9 +313,8 @@ def test_what_the_tuning_page_reads_from_the_runs_against_direct_holds_for_them(
     # Direct streaming delivered more throughput than the defaults in every round: at
     # every concurrency with NPU-paced steps, and at 32 unpaced (not at one).
     def more_in_every_round(regime: str, level: int) -> bool:
-        by = {(c.target, c.concurrency): c for c in lever_run(AGAINST_DIRECT / regime)}
-        paired = KindComparison.of(by["direct-streaming", level], by["default", level])
-        return min(paired.throughput_ratios) > 1
+        ratios, _ = arm(regime, "direct-streaming", level, against=DEFAULT)
+        return min(ratios) > 1
 
     assert all(more_in_every_round("npu-paced", level) for level in paced_levels)
     assert more_in_every_round("unpaced", 32) and not more_in_every_round("unpaced", 1)
