@@ -196,7 +196,7 @@ def _direct_streaming_app(deployment: Any) -> FastAPI:
     return asyncio.run(server.__serve_build_asgi_app__())
 
 
-def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves(
+def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves_mock_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
@@ -230,7 +230,7 @@ def test_direct_streaming_ships_only_the_keys_digest_and_keeps_the_deployments_n
     assert deployment._bound_deployment.name == open_name == "LLMServer:tiny"
 
 
-def test_without_the_variable_direct_streaming_serves_without_a_key_and_a_warning_says_so(
+def test_without_the_variable_direct_streaming_serves_without_a_key_and_warns_mock_engine(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delenv(API_KEY_ENV_VAR, raising=False)
@@ -241,7 +241,7 @@ def test_without_the_variable_direct_streaming_serves_without_a_key_and_a_warnin
     assert f"{API_KEY_ENV_VAR} is not set" in caplog.text
 
 
-def test_rays_data_parallel_and_prefill_decode_builders_hold_the_keyed_builder(
+def test_rays_dp_and_pd_builders_hold_the_keyed_builder_mock_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Both import the builder by name from the core builder module.
