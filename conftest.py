@@ -32,7 +32,9 @@ PLUGIN_TESTS = Path("tests") / "plugin"
 #: connects its own process to Ray runs Ray on the host's address with agents on fixed
 #: ports. And two clusters at once overload two cores: beside the A3 runs' four
 #: engines, the other worker's Ray tests timed out and the A3 cluster's Serve
-#: controller was replaced (CI, 2026-11-30).
+#: controller was replaced (CI, 2026-11-30). One group alone already keeps the machine
+#: busy: tests/fake_tier/test_fake_npu_a3_data_parallel.py, run by itself, kept both
+#: cores 91% busy over its 580 s (/proc/stat read every 5 s, 2026-12-02).
 RAY_GROUP = "ray"
 #: Path (from the repository's root) -> the xdist group of every test below it. A
 #: group runs in one worker, in collection order; other tests are spread by module.
