@@ -3,8 +3,10 @@
 ``pytest --run-recipes`` also runs each page as one scenario, on Ascend NPUs where the
 host has them and on the fake-NPU tier elsewhere (tooling/ray_serve_npu_tooling/harness/).
 
-``nox -s tests`` runs the suite in two pytest-xdist workers (``--dist loadgroup``);
-:data:`WORKER_GROUPS` keeps together what must share one worker.
+The suite has three tiers (tooling/ray_serve_npu_tooling/tiers.py): ``nox -s tests`` runs
+the fast one in two pytest-xdist workers (``--dist loadgroup``; the groups are in
+tooling/ray_serve_npu_tooling/worker_groups.py), ``nox -s recipes`` the fake-NPU tier,
+``nox -s compat`` the plugin's tests at the older Rays.
 """
 
 import importlib.util
@@ -21,71 +23,25 @@ if importlib.util.find_spec(HARNESS.split(".")[0]) is None:
         "`pip install -e .`, run `pip install -e ./tooling` (nox -s tests installs both)",
         returncode=pytest.ExitCode.USAGE_ERROR,
     )
-pytest_plugins = [HARNESS]
+#: The suite's tiers (which tests a run selects; the fast tier's engine tripwire), and
+#: which tests share a pytest-xdist worker.
+#: The tiers first: the others import it, and pytest rewrites a plugin's asserts only if
+#: it loads the plugin before anything imports it.
+pytest_plugins = ["ray_serve_npu_tooling.tiers", "ray_serve_npu_tooling.worker_groups", HARNESS]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
-
-#: The one xdist group of every test that starts Ray, an engine, or a server on port 8000:
-#: one worker runs them all, in collection order, and the other worker the rest of the suite.
-#: Pages and several tests serve on port 8000, the port the pages tell readers to use;
-#: tests/resilience and tests/bench share one served app per package; a test that
-#: connects its own process to Ray runs Ray on the host's address with agents on fixed
-#: ports. And two clusters at once overload two cores: beside the A3 runs' four
-#: engines, the other worker's Ray tests timed out and the A3 cluster's Serve
-#: controller was replaced (CI, 2026-11-30). One group alone already keeps the machine
-#: busy: tests/fake_tier/test_fake_npu_a3_data_parallel.py, run by itself, kept both
-#: cores 91% busy over its 580 s (/proc/stat read every 5 s, 2026-12-02).
-RAY_GROUP = "ray"
-#: Path (from the repository's root) -> the xdist group of every test below it. A
-#: group runs in one worker, in collection order; other tests are spread by module.
-WORKER_GROUPS: dict[Path, str] = {
-    Path("docs"): RAY_GROUP,
-    Path("tests") / "fake_tier" / "test_fake_npu_cluster.py": RAY_GROUP,
-    Path("tests") / "fake_tier" / "test_fake_cpu_collectives.py": RAY_GROUP,
-    Path("tests") / "resilience": RAY_GROUP,
-    Path("tests") / "bench": RAY_GROUP,
-    Path("tests") / "multinode": RAY_GROUP,
-    # Runs a slice of the suite in a pytest of its own, whose in-process Ray test
-    # starts Ray on the host's address.
-    Path("tests") / "harness" / "test_worker_groups.py": RAY_GROUP,
-    # One browser at a time, on the site built once.
-    Path("tests") / "browser": "browser",
-}
-#: Fixtures that connect the test process itself to Ray (tests/plugin, tests/multinode).
-IN_PROCESS_RAY_FIXTURES = frozenset({"ray_with_fake_npus", "two_node_cluster"})
-#: The marker of the tests that run on the fake-NPU tier (pyproject.toml's markers).
-FAKE_NPU_MARKER = "fake_npu"
-
-
-def worker_group(item: pytest.Item) -> str | None:
-    """The xdist group of a test, if it must share a worker with others."""
-    if IN_PROCESS_RAY_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return RAY_GROUP
-    if item.get_closest_marker(FAKE_NPU_MARKER) is not None:
-        return RAY_GROUP
-    return worker_group_of_path(item.path.relative_to(item.config.rootpath))
-
-
-def worker_group_of_path(path: Path) -> str | None:
-    """The group of :data:`WORKER_GROUPS` that ``path`` (from the root) is below, if any."""
-    return next((group for top, group in WORKER_GROUPS.items() if path.is_relative_to(top)), None)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run tests/plugin first (a stable sort keeps the rest in order), and mark groups.
+    """Run tests/plugin first (a stable sort keeps the rest in order).
 
-    Its Ray instance lives in the test process; the Serve handles of a later
-    in-process driver (tests/multinode) leave threads that keep Ray connected
-    after ray.shutdown(), so a Ray started after them fails to connect. With
-    xdist workers, all such tests form one group, in this order. This hook runs
-    before xdist's own, which reads the groups.
+    Its Ray instance lives in the test process; the Serve handles of a later in-process
+    driver (tests/multinode) leave threads that keep Ray connected after ray.shutdown(),
+    so a Ray started after them fails to connect. Both are in one worker group
+    (ray_serve_npu_tooling.worker_groups), which runs in this order.
     """
     items.sort(key=lambda item: not item.path.is_relative_to(config.rootpath / PLUGIN_TESTS))
-    for item in items:
-        group = worker_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 class MeasuredFigures:
@@ -108,26 +64,6 @@ class MeasuredFigures:
             terminalreporter.section("figures measured (fake NPU tier)")
             for line in self.lines:
                 terminalreporter.write_line(line)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
-    """In the xdist controller: refuse to run if ``--dist loadgroup`` lost the groups.
-
-    pytest-xdist 3.8 groups a test by appending ``@<group>`` to its node id; under
-    pytest 9.2 that append is lost and every group is spread without a word
-    (pytest-dev/pytest-xdist#1386): two servers would meet on port 8000.
-    """
-    config: pytest.Config = node.config  # type: ignore[attr-defined]
-    if config.getoption("dist") != "loadgroup":
-        return
-    lost = [i for i in ids if "@" not in i and worker_group_of_path(Path(i.split("::")[0]))]
-    if lost:
-        raise pytest.UsageError(
-            f"--dist loadgroup did not group {len(lost)} test(s), e.g. {lost[0]}: this "
-            "pytest-xdist cannot mark groups under this pytest (pytest-dev/pytest-xdist#1386); "
-            "install the pytest that pyproject.toml's test extra allows (pytest<9.2)"
-        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,13 +1,16 @@
-"""Sessions: ``nox -s tests`` (the whole suite), ``nox -s docs`` (the site in every
-edition), ``nox -s lint`` (code and page style), ``nox -s docs-po`` (update translations),
-``nox -s bench`` (direct vLLM against Ray Serve LLM on the fake-NPU tier), ``nox -s release``
-(build the sdist and wheel and check them as .github/workflows/release.yml does)."""
+"""Sessions: the suite's three tiers, ``nox -s tests`` (the fast tier, after every change),
+``nox -s recipes`` (the fake-NPU tier) and ``nox -s compat`` (the plugin at the older
+tested Rays); ``nox -s docs`` (the site in every edition), ``nox -s lint`` (code and page
+style), ``nox -s docs-po`` (update translations), ``nox -s bench`` (direct vLLM against
+Ray Serve LLM on the fake-NPU tier), ``nox -s release`` (build the sdist and wheel and
+check them as .github/workflows/release.yml does)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import nox
@@ -51,20 +54,39 @@ RAY_STACKS: dict[str, list[str]] = {
     "2.57.1": ["ray[serve]==2.57.1", "vllm==0.25.1", "pyarrow", ".[test]"],
 }
 
-#: What runs at each point: the whole suite, every page on the fake-NPU tier
-#: included, at 2.60; the plugin's own tests at 2.56.1 and 2.57.1.
-PYTEST_ARGS: dict[str, list[str]] = {
-    "2.60.0": ["--run-recipes"],
-    "2.56.1": ["tests/plugin"],
-    "2.57.1": ["tests/plugin"],
-}
+#: The newest tested Ray: its vLLM is the CPU build, which runs an engine here, so the
+#: fast tier and the fake-NPU tier both run on its stack.
+NEWEST_RAY = "2.60.0"
+#: The other tested Rays, whose vLLM (PyPI's CUDA build) imports here but runs no engine:
+#: ``nox -s compat`` runs the plugin's tests of both tiers at each.
+OLDER_RAYS = [ray for ray in RAY_STACKS if ray != NEWEST_RAY]
 
-#: Two pytest-xdist workers at every tested point, with conftest.py's WORKER_GROUPS each
-#: in one of them. Every test that starts Ray, an engine, or a server on port 8000 is in
-#: one group, so one worker runs those in order while the other runs the rest.
-PYTEST_WORKERS = ["-n", "2", "--dist", "loadgroup"]
-#: The slowest tests are listed: 60 of the whole suite, to see where its time goes.
-PYTEST_DURATIONS: dict[str, str] = {"2.60.0": "60", "2.56.1": "20", "2.57.1": "20"}
+#: What each session runs (tooling/ray_serve_npu_tooling/tiers.py says what a tier
+#: selects), and its budget in minutes: measured from a fresh clone on this two-core
+#: machine, install included (README gives the last figures).
+TIER_ARGS: dict[str, list[str]] = {
+    # Every test that starts no vLLM engine; the pages' blocks checked statically.
+    "tests": [],
+    # Every page run on the fake-NPU tier and every test marked fake_npu.
+    "recipes": ["--run-recipes"],
+    # The plugin's tests of both tiers, at each older Ray. Which module imports Ray, and
+    # whether any import circle exists, is the plugin's own layering, not Ray's: the
+    # fast tier checks it at the newest Ray, in fresh interpreters.
+    "compat": ["--tier", "all", "tests/plugin", "--ignore=tests/plugin/test_import_cost.py"],
+}
+BUDGET_MINUTES: dict[str, int] = {"tests": 10, "recipes": 25, "compat": 10}
+
+#: Two pytest-xdist workers where tests can run side by side, each group of tests that
+#: share something in one of them (tooling/ray_serve_npu_tooling/worker_groups.py). The
+#: fake-NPU tier runs in one process: each of its tests starts a Ray cluster, an engine or
+#: a server, and one such cluster already keeps both cores busy (worker_groups.RAY_GROUP).
+PYTEST_WORKERS: dict[str, list[str]] = {
+    "tests": ["-n", "2", "--dist", "loadgroup"],
+    "recipes": [],
+    "compat": ["-n", "2", "--dist", "loadgroup"],
+}
+#: Every session lists its 25 slowest tests, to show where its budget goes.
+PYTEST_DURATIONS = "--durations=25"
 
 #: Keep Ray's files and tokens out of the home directory. Unset
 #: PYTHONDONTWRITEBYTECODE (None removes a variable): the sessions install with
@@ -83,25 +105,40 @@ TINY_MODEL_CACHE_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"
 
 
 @nox.session
-@nox.parametrize("ray", list(RAY_STACKS))
-def tests(session: nox.Session, ray: str) -> None:
-    """Run the test suite at one tested point of the supported Ray range."""
-    tmp = BUILD / f"tmp-ray-{ray}"
+def tests(session: nox.Session) -> None:
+    """The fast tier, README's test command: every test that starts no vLLM engine, and
+    every page's blocks checked statically, at the newest tested Ray."""
+    _run_tier(session, "tests", NEWEST_RAY)
+
+
+@nox.session
+def recipes(session: nox.Session) -> None:
+    """The fake-NPU tier (pytest --run-recipes): every page run, every fake_npu test."""
+    _run_tier(session, "recipes", NEWEST_RAY)
+
+
+# uv builds the older Rays' environments (PyPI's CUDA torch, about 9 GB each) faster
+# than pip; without uv installed, nox falls back to virtualenv and pip.
+@nox.session(venv_backend="uv|virtualenv")
+@nox.parametrize("ray", OLDER_RAYS)
+def compat(session: nox.Session, ray: str) -> None:
+    """The plugin's tests of both tiers at an older tested Ray, beside the vLLM it pins."""
+    _run_tier(session, "compat", ray)
+
+
+def _run_tier(session: nox.Session, tier: str, ray: str) -> None:
+    """Install ``ray``'s stack, run ``tier``'s pytest, and log its wall time and budget."""
+    started = time.monotonic()
+    tmp = BUILD / f"tmp-{tier}-ray-{ray}"
     tmp.mkdir(parents=True, exist_ok=True)
     installed_only = False
     try:
-        # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
-        # install; the tests import a fraction of it, compiled on first import. Beside it,
-        # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
-        session.install("--no-compile", *RAY_STACKS[ray], TOOLING)
-        # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
-        # break `import vllm` beside torch's CPU build; the engine needs neither.
-        session.run_install("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio")
+        _install_stack(session, ray)
         ran = session.run(
             "pytest",
-            *PYTEST_WORKERS,
-            f"--durations={PYTEST_DURATIONS[ray]}",
-            *PYTEST_ARGS[ray],
+            *PYTEST_WORKERS[tier],
+            PYTEST_DURATIONS,
+            *TIER_ARGS[tier],
             *session.posargs,
             env={**TEST_ENV, TINY_MODEL_CACHE_ENV_VAR: str(tmp)},
         )
@@ -110,6 +147,26 @@ def tests(session: nox.Session, ray: str) -> None:
     finally:
         if not installed_only:
             _drop_unreused_virtualenv(session)
+        minutes = (time.monotonic() - started) / 60
+        session.log(
+            f"{session.name}: {minutes:.1f} min, install included; nox -s {tier}'s budget "
+            f"is {BUDGET_MINUTES[tier]} min on a two-core machine"
+            + (" for every older Ray together" if tier == "compat" else "")
+        )
+
+
+def _install_stack(session: nox.Session, ray: str) -> None:
+    """``ray``'s stack and the tooling; without torchvision and torchaudio."""
+    uv = session.venv_backend == "uv"
+    # --no-compile: pip would byte-compile all of torch, vLLM and Ray (gigabytes) at
+    # install; the tests import a fraction of it, compiled on first import. Beside it,
+    # the 2.57.1 stack installed in 257 s against 367 s (one run each, 2026-11-30).
+    # uv compiles nothing unless asked.
+    session.install(*([] if uv else ["--no-compile"]), *RAY_STACKS[ray], TOOLING)
+    # vLLM's CPU build pulls CUDA builds of torchvision and torchaudio, which
+    # break `import vllm` beside torch's CPU build; the engine needs neither.
+    uninstall = ["uv", "pip", "uninstall"] if uv else ["pip", "uninstall", "-y", "-q"]
+    session.run_install(*uninstall, "torchvision", "torchaudio", external=uv)
 
 
 def _drop_unreused_virtualenv(session: nox.Session) -> None:

@@ -240,6 +240,8 @@ myst_substitutions = {
     "tested_ray_low": compat.TESTED_RAY[0],
     "tested_ray_high": compat.TESTED_RAY[-1],
     "tested_ray": ", ".join(compat.TESTED_RAY),
+    # nox -s compat's Rays: every tested one but the newest.
+    "older_tested_ray": ", ".join(compat.TESTED_RAY[:-1]),
     "image_repository": hardware.IMAGE_REPOSITORY,
     "a2_devices": str(hardware.A2.devices_per_node),
     "a3_devices": str(hardware.A3.devices_per_node),

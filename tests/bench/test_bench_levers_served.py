@@ -19,12 +19,15 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from ray_serve_npu_tooling.bench.capacity import with_mock_engine
 from ray_serve_npu_tooling.bench.levers import LEVERS
 from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
 
 from ray_serve_npu.fake_npu.tier import fresh_api_key
 from ray_serve_npu.ingress import API_KEY_ENV_VAR
+
+pytestmark = pytest.mark.fake_npu
 
 #: One arm behind HAProxy, one with clients on the ingress replica's own port.
 ARMS = ("ha-proxy", "direct-ingress")

@@ -13,6 +13,8 @@ from bench.sweep import main
 from ray_serve_npu.fake_npu.direct import vllm_server_argv
 from ray_serve_npu.fake_npu.processes import free_port
 
+pytestmark = pytest.mark.fake_npu
+
 MODEL = "deepseek-v4-flash"
 
 

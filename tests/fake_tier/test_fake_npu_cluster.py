@@ -10,9 +10,12 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from ray_serve_npu.fake_npu.cluster import FakeNode, fake_npu_cluster
 from ray_serve_npu.hardware import A3
+
+pytestmark = pytest.mark.fake_npu
 
 #: Lists the live nodes, and leaves a detached actor running, as a Serve app leaves its
 #: replicas: a node whose workers hold leases is not idle, so Ray's drain on SIGTERM

@@ -3,10 +3,10 @@ fake NPU resources and a tiny random model.
 
 The app is the site's own recipe, recipes/serve_npu.py, served the way a reader
 dry-runs it: ``ray-serve-npu dry-run serve_npu.py --keep-serving`` starts a fake
-cluster under Ray's token authentication (test_fake_npu_token_auth.py checks that it
-refuses drivers without the token), runs the recipe as its page does and keeps it up;
-these tests send their requests to it, and the last one stops it with Ctrl+C, as a
-reader would. One cluster and one engine serve the whole module.
+cluster under Ray's token authentication, runs the recipe as its page does and keeps it
+up; these tests send their requests to it, connect drivers to its cluster with and
+without the token, and the last one stops it with Ctrl+C, as a reader would. One
+cluster and one engine serve the whole module.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from dry_runs import RECIPES, dry_run_serving
+from dry_runs import RECIPES, dry_run_serving, serving_cluster
 from openai import OpenAI
 
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
@@ -32,6 +33,14 @@ READY_TIMEOUT_S = 600
 STOP_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.fake_npu
+
+DRIVER = "import ray; ray.init(logging_level='ERROR'); print('connected', len(ray.nodes()))"
+#: Ray's driver retries the GCS about once a second, 20 times by default
+#: (``NUM_REDIS_GET_RETRIES``, ``ray/_private/ray_constants.py``); a refused driver
+#: need not wait that long here.
+QUICK_REFUSAL = {"RAY_NUM_REDIS_GET_RETRIES": "2"}
+#: What Ray's GCS answers a call without the cluster's token (an InvalidAuthToken status).
+REFUSED = "Authentication token is missing or incorrect"
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +144,40 @@ def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(dry_run: DryRunProcess)
     assert workers, f"no engine worker held an NPU:\n{dry_run.output()[-4000:]}"
     for assigned, visible in workers:
         assert visible == assigned
+
+
+def _driver(dry_run: DryRunProcess, home: Path, **changes: str) -> subprocess.CompletedProcess[str]:
+    """A driver of the dry-run's cluster, with the token the cluster's nodes were given."""
+    # An empty home: no ~/.ray/auth_token of the machine's user can stand in.
+    env = {**os.environ, **serving_cluster(dry_run).driver_env, "HOME": str(home)}
+    env = {**env, **QUICK_REFUSAL, **changes}
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_fake_npu_driver_with_the_token_connects(dry_run: DryRunProcess, tmp_path: Path) -> None:
+    result = _driver(dry_run, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-2:] == ["connected", "1"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"RAY_AUTH_TOKEN": "0" * 64}, id="wrong-token"),
+        # A driver that doesn't take part in token authentication sends none.
+        pytest.param({"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": ""}, id="no-token"),
+    ],
+)
+def test_fake_npu_cluster_refuses_a_driver_without_its_token(
+    dry_run: DryRunProcess, tmp_path: Path, changes: dict[str, str]
+) -> None:
+    result = _driver(dry_run, tmp_path, **changes)
+    assert result.returncode != 0
+    assert "connected" not in result.stdout
+    assert REFUSED in result.stderr, result.stderr[-3000:]
 
 
 def test_fake_npu_recipe_fails_clearly_without_the_plugin() -> None:

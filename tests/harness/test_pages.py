@@ -182,7 +182,10 @@ def test_breakage_fails_the_suite_naming_page_and_line(
 
 def test_without_pages_run_recipes_says_so_and_needs_no_server(seeded: SeededRepo) -> None:
     shutil.rmtree(seeded.pytester.path / "docs")
-    seeded.pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    # A test of the recipe tier (tooling's tiers module): --run-recipes selects it.
+    seeded.pytester.makepyfile(
+        test_other="import pytest\n\n@pytest.mark.fake_npu\ndef test_other():\n    assert True\n"
+    )
     result = seeded.run("--run-recipes")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*tier mock): 0 pages, 0 blocks*", "*no pages found under docs/"])

@@ -51,7 +51,7 @@ def _excluded(path: str) -> bool:
         "src/ray_serve_npu/.env",
         "recipes/auth_token",
         "build/docs/html/index.html",
-        ".nox/tests-ray-2-60-0/bin/python",
+        ".nox/tests/bin/python",
         "src/ray_serve_npu/__pycache__/app.cpython-311.pyc",
     ],
 )

@@ -62,10 +62,14 @@ GANG_PG_PREFIX = "SERVE_GANG::"
 RUNNING_TIMEOUT_S = 900
 
 
-#: The fixture's cluster is one node of this kind, with four CPUs.
-pytestmark = pytest.mark.parametrize(
-    "ray_with_fake_npus", [A2, A3], indirect=True, ids=lambda kind: f"fake-{kind.name}"
-)
+#: The fixture's cluster is one node of this kind, with four CPUs; a cluster of fake NPUs
+#: with four replicas on it belongs to the fake-NPU tier.
+pytestmark = [
+    pytest.mark.fake_npu,
+    pytest.mark.parametrize(
+        "ray_with_fake_npus", [A2, A3], indirect=True, ids=lambda kind: f"fake-{kind.name}"
+    ),
+]
 
 
 @pytest.fixture

@@ -300,3 +300,17 @@ def test_a_server_class_that_cant_carry_the_key_is_refused_with_the_fix(
 
     with pytest.raises(ValueError, match=f"{API_KEY_ENV_VAR} is set, but NoAppHook .* Fix:"):
         _direct_streaming_deployment(deployment_cls=NoAppHook)
+
+
+def test_an_unknown_models_404_names_the_served_models_and_the_fix() -> None:
+    # The 404 patch on Ray's own ingress class, without a cluster.
+    ingress = object.__new__(ray_ingress.OpenAiIngress)
+    ingress._model_cards = {"deepseek-v4-flash": None, "qwen3-8b": None}
+    with pytest.raises(ray_ingress.HTTPException) as raised:
+        asyncio.run(ingress._get_model_id("deepseek-v3"))
+    assert raised.value.status_code == 404
+    assert '"deepseek-v3"' in raised.value.detail
+    assert "Served models: ['deepseek-v4-flash', 'qwen3-8b']" in raised.value.detail
+    assert 'Fix: set "model" to one of them' in raised.value.detail
+    # A served model passes through Ray's own lookup.
+    assert asyncio.run(ingress._get_model_id("qwen3-8b")) == "qwen3-8b"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from ray_serve_npu.compat import RAY_VLLM_PINS, TESTED_RAY
 
@@ -48,10 +49,12 @@ def _requirements(stack: list[str]) -> list[Requirement]:
     return requirements
 
 
-def test_noxfile_runs_exactly_the_tested_rays() -> None:
+def test_noxfile_runs_exactly_the_tested_rays_and_both_tiers_at_the_newest() -> None:
     stacks = _noxfile_value("RAY_STACKS")
     assert sorted(stacks) == sorted(TESTED_RAY)
-    assert sorted(_noxfile_value("PYTEST_ARGS")) == sorted(TESTED_RAY)
+    # The fast and fake-NPU tiers run at the newest; compat at every other (OLDER_RAYS).
+    assert _noxfile_value("NEWEST_RAY") == max(TESTED_RAY, key=Version)
+    assert sorted(_noxfile_value("TIER_ARGS")) == ["compat", "recipes", "tests"]
 
 
 @pytest.mark.parametrize("ray", TESTED_RAY)

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 from sybil import Document, Example, Region, Sybil
+from sybil.integration.pytest import SybilItem
 
 from ray_serve_npu.fake_npu.tier import Tier
 
+from ..tiers import RECIPE_TIER_MARKER
 from .blocks import Block, Language, PageItem, read_page
 from .client_checks import check_client_block
 from .markers import MarkerKind
@@ -249,6 +251,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             config.rootpath / "docs", tally.tier or "static", mode, tally
         )
     return config.stash[_SYBIL].pytest()(file_path, parent)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """With ``--run-recipes``, a page's blocks run on the recipe tier: mark them so (.tiers)."""
+    if (
+        isinstance(item, SybilItem)
+        and isinstance(item.example.parsed, BlockInPage)
+        and item.config.getoption(RUN_RECIPES)
+    ):
+        item.add_marker(RECIPE_TIER_MARKER)
 
 
 @pytest.fixture(scope="session")
