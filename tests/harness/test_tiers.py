@@ -6,6 +6,7 @@ when an engine core recorded itself; the tripwire's recording is tested on its o
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -116,7 +117,9 @@ def test_a_process_that_loads_the_plugins_first_records_the_engine_core_it_build
     import vllm.plugins
     from vllm.v1.engine import core
 
-    monkeypatch.setattr(core.EngineCore, "__init__", core.EngineCore.__init__)
+    # Vllm's own constructor: where this run's tripwire is armed, a process that loaded
+    # the plugins before has wrapped it already, and would record this engine core too.
+    monkeypatch.setattr(core.EngineCore, "__init__", inspect.unwrap(core.EngineCore.__init__))
     monkeypatch.setenv(ENGINE_TRIPWIRE_ENV_VAR, str(tmp_path))
     engine_tripwire.record_engine_start()
     # As in the forked child: the plugins count as loaded, so the constructor loads none.
