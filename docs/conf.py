@@ -41,6 +41,7 @@ extensions = [
     "test_status",
     "release_matrix",
     "node_kinds",
+    "bench_readings",
 ]
 
 # _generated holds tables the extensions write for pages to include.
@@ -160,33 +161,6 @@ def _bench_profile_figures() -> dict[str, str]:
     }
 
 
-def _paired_figures(comparisons: list[Comparison], reference: str, prefix: str) -> dict[str, str]:
-    """Per target and concurrency of a lever run, ``<prefix>_<target>_<level>_<figure>``:
-    the medians of every target, the reference's too; and, for the others, against
-    ``reference`` round by round: the median ratios, the throughput ratios' lowest and
-    highest, and the time to first token added (median, lowest and highest)."""
-    from ray_serve_npu_tooling.bench.compare import KindComparison
-
-    by = {(c.target, c.concurrency): c for c in comparisons}
-    figures = {}
-    for (target, level), arm in by.items():
-        name = f"{prefix}_{target.replace('-', '_')}_{level}"
-        figures[f"{name}_ttft"] = f"{arm.ttft:.0f}"
-        figures[f"{name}_throughput"] = f"{arm.throughput:.0f}"
-        if target == reference:
-            continue
-        paired = KindComparison.of(arm, by[reference, level])
-        ratios, added = paired.throughput_ratios, paired.ttft_added_ms
-        figures[f"{name}_ttft_ratio"] = f"{statistics.median(paired.ttft_ratios):.2f}"
-        figures[f"{name}_throughput_ratio"] = f"{statistics.median(ratios):.2f}"
-        figures[f"{name}_throughput_ratio_min"] = f"{min(ratios):.2f}"
-        figures[f"{name}_throughput_ratio_max"] = f"{max(ratios):.2f}"
-        figures[f"{name}_ttft_added"] = f"{statistics.median(added):.0f}"
-        figures[f"{name}_ttft_added_min"] = f"{min(added):.0f}"
-        figures[f"{name}_ttft_added_max"] = f"{max(added):.0f}"
-    return figures
-
-
 def _lever_run(path: Path) -> list[Comparison]:
     """A committed lever run's comparisons (its ``levers.json``)."""
     from ray_serve_npu_tooling.bench.compare import Comparison
@@ -195,32 +169,33 @@ def _lever_run(path: Path) -> list[Comparison]:
 
 
 def _bench_lever_figures() -> dict[str, str]:
-    """The figures the tuning page cites from the committed runs of ``nox -s bench --
-    --levers``: each lever against the default (``lever_...``), and the direct-streaming
-    runs' arms against direct vLLM (``vs_direct_<regime>_...``), as the runs' tables read
-    them."""
+    """What the tuning page says around the committed lever runs' readings (which the
+    ``bench-readings`` directive writes from the same files): how many rounds and
+    readings, how often chance alone leans a reading one way, and direct vLLM's own
+    time to first token in the NPU-paced run."""
     from ray_serve_npu_tooling.bench.compare import DEFAULT, DIRECT
+    from ray_serve_npu_tooling.bench.readings import readings
 
     bench = DOCS / "_static" / "bench"
     levers = _lever_run(bench / "levers" / "levers.json")
     rounds = len(levers[0].ttft_p50_ms)
     # A lever that changes nothing leans one way in every round once in this many runs;
-    # the table reads two figures per lever and concurrency.
+    # each reading has two figures.
     chance = 2 ** (rounds - 1)
-    readings = 2 * sum(c.target != DEFAULT for c in levers)
-    figures = {
+    figures_read = sum(len(r.figures) for r in readings(levers, DEFAULT, paced=False))
+    paced = _lever_run(bench / "direct-streaming" / "npu-paced" / "levers.json")
+    return {
         "lever_rounds": str(rounds),
         "lever_chance": str(chance),
-        "lever_readings": str(readings),
-        "lever_chance_readings": f"{readings / chance:.1f}",
-        **_paired_figures(levers, DEFAULT, "lever"),
+        "lever_readings": str(figures_read),
+        "lever_chance_readings": f"{figures_read / chance:.1f}",
+        "vs_direct_npu_paced_rounds": str(len(paced[0].ttft_p50_ms)),
+        **{
+            f"vs_direct_npu_paced_direct_{c.concurrency}_ttft": f"{c.ttft:.0f}"
+            for c in paced
+            if c.target == DIRECT
+        },
     }
-    paced = _lever_run(bench / "direct-streaming" / "npu-paced" / "levers.json")
-    unpaced = _lever_run(bench / "direct-streaming" / "unpaced" / "levers.json")
-    figures |= _paired_figures(unpaced, DIRECT, "vs_direct_unpaced")
-    figures |= _paired_figures(paced, DIRECT, "vs_direct_npu_paced")
-    figures["vs_direct_npu_paced_rounds"] = str(len(paced[0].ttft_p50_ms))
-    return figures
 
 
 myst_substitutions = {
