@@ -10,6 +10,9 @@ tooling/ray_serve_npu_tooling/worker_groups.py), ``nox -s recipes`` the fake-NPU
 """
 
 import importlib.util
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -68,6 +71,14 @@ class MeasuredFigures:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MeasuredFigures(), "measured-figures")
+    # In the run's controlling process: one place for the site's builds, so that each
+    # builder and edition is built once for every test and xdist worker that reads it.
+    from ray_serve_npu_tooling.docs.site import SITE_CACHE_ENV_VAR
+
+    if not hasattr(config, "workerinput") and SITE_CACHE_ENV_VAR not in os.environ:
+        cache = tempfile.mkdtemp(prefix="site-builds-")
+        os.environ[SITE_CACHE_ENV_VAR] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
 
 
 @pytest.fixture

@@ -316,16 +316,13 @@ def release(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the code; the style checker over the pages (each finding as file:line)."""
+    """ruff over the code; the import contracts (pyproject.toml's [tool.importlinter]); the
+    style checker over the pages (each finding as file:line)."""
     # The style checker reads pages with ray_serve_npu.myst: markdown-it-py and its plugins.
-    session.install("ruff", "pyyaml", "markdown-it-py", "mdit-py-plugins")
+    session.install("ruff", "import-linter", "pyyaml", "markdown-it-py", "mdit-py-plugins")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    # Without installing the project (and Ray): its MyST reader and the tooling, from source.
-    session.run(
-        "python",
-        "-m",
-        "ray_serve_npu_tooling.docs.style",
-        "docs",
-        env={"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tooling")])},
-    )
+    # Without installing the project (and Ray): its sources, read and imported from src/.
+    from_source = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tooling")])}
+    session.run("lint-imports", env=from_source)
+    session.run("python", "-m", "ray_serve_npu_tooling.docs.style", "docs", env=from_source)

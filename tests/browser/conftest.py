@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_serve_npu_tooling.docs.site import build_site
+from ray_serve_npu_tooling.docs.site import EDITIONS, built
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -50,10 +51,23 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site_url() -> Iterator[str]:
     """Both editions built as ``nox -s docs`` builds them, served by http.server."""
     _require_chromium()
-    site = build_site(ROOT / "docs", tmp_path_factory.mktemp("site") / "html")
+    with contextlib.ExitStack() as editions:
+        roots = [
+            editions.enter_context(built(ROOT / "docs", builder="html", language=language))
+            for language in EDITIONS
+        ]
+        # The run's builds (the root conftest's site cache) keep each translation below
+        # the English edition, where the language switch links to it.
+        site = roots[0]
+        assert roots == [site / directory for directory in EDITIONS.values()], roots
+        yield from _served(site)
+
+
+def _served(site: Path) -> Iterator[str]:
+    """``site`` served by http.server on a free loopback port, until the caller is done."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_serve_npu_tooling.docs.site import build
+from ray_serve_npu_tooling.docs.site import EDITIONS, built
 from ray_serve_npu_tooling.docs.translations import check_catalogs, check_language, verbatim_parts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -74,13 +76,14 @@ def test_a_role_title_is_translated_and_its_target_kept() -> None:
 
 
 @pytest.fixture(scope="module")
-def editions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Both editions read into docutils XML, the doctree Sphinx writes HTML from."""
-    out = tmp_path_factory.mktemp("editions")
-    return {
-        language: build(DOCS, out / language, language=language, builder="xml")
-        for language in ("en", "zh_CN")
-    }
+def editions() -> Iterator[dict[str, Path]]:
+    """Both editions read into docutils XML, the doctree Sphinx writes HTML from: the
+    run's builds (ray_serve_npu_tooling.docs.site.built), which the release notes read too."""
+    with contextlib.ExitStack() as stack:
+        yield {
+            language: stack.enter_context(built(DOCS, builder="xml", language=language))
+            for language in EDITIONS
+        }
 
 
 def _pages(edition: Path) -> dict[str, ElementTree.Element]:

@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ray_serve_npu_tooling.docs.site import build
+from ray_serve_npu_tooling.docs.site import built
 
 CHANGELOG = "changelog"
 UNRELEASED = "(unreleased)"
@@ -130,9 +129,8 @@ def notes_markdown(changelog: ET.Element, version: str, *, tag: str | None = Non
 
 def release_notes(docs: Path, version: str, *, tag: str | None = None) -> str:
     """Build the pages as XML (warnings are errors) and return the version's notes."""
-    with tempfile.TemporaryDirectory(prefix="release-notes-") as out:
-        build(docs, Path(out), builder="xml")
-        changelog = ET.parse(Path(out) / f"{CHANGELOG}.xml").getroot()
+    with built(docs, builder="xml") as out:
+        changelog = ET.parse(out / f"{CHANGELOG}.xml").getroot()
     return notes_markdown(changelog, version, tag=tag)
 
 

@@ -1,11 +1,26 @@
-"""Build the site's editions the way ``nox -s docs`` does, for the tests to inspect."""
+"""Build the site's editions the way ``nox -s docs`` does, for the tests to inspect.
+
+Within a test run, :func:`built` builds each builder and edition once: the run's first
+caller builds it into :data:`SITE_CACHE_ENV_VAR`'s directory, which the root conftest
+makes for the run, and every later caller in any pytest-xdist worker reads that build.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+#: Where a test run keeps the builds of :func:`built` (unset: each caller builds its own).
+SITE_CACHE_ENV_VAR = "RAY_SERVE_NPU_SITE_CACHE"
+#: The file a finished build leaves beside its output.
+_FINISHED = ".built"
 
 #: The site's editions: language -> directory below the built site. The English source
 #: is the root; each translation comes from docs/locale/<language>/. nox, the tests and
@@ -24,8 +39,30 @@ def build(docs: Path, out: Path, *, language: str = "en", builder: str = "html")
     return out
 
 
-def build_site(docs: Path, out: Path) -> Path:
-    """Every edition as HTML: English at ``out``, each translation in its directory below."""
-    for language, directory in EDITIONS.items():
-        build(docs, out / directory, language=language)
-    return out
+@contextlib.contextmanager
+def built(docs: Path, *, builder: str, language: str = "en") -> Iterator[Path]:
+    """The site built by ``builder`` in ``language``'s edition, as :func:`build` builds it.
+
+    HTML editions sit as ``nox -s docs`` lays them out, English at the root and each
+    translation in its directory below, so that the language switch's links hold; other
+    builders' editions sit side by side, one directory each. With
+    :data:`SITE_CACHE_ENV_VAR` set, the build is the run's, made once under a lock;
+    otherwise it is made for this caller alone and removed when the block ends.
+    """
+    cache = os.environ.get(SITE_CACHE_ENV_VAR)
+    if not cache:
+        with tempfile.TemporaryDirectory(prefix=f"site-{builder}-") as out:
+            yield build(docs, Path(out), language=language, builder=builder)
+        return
+    # A run may build other sources than the site's (a test's own pages): one place each.
+    sources = hashlib.sha256(str(docs.resolve()).encode()).hexdigest()[:12]
+    root = Path(cache) / sources / builder
+    out = root / (EDITIONS[language] if builder == "html" else language)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{language}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        finished = out / _FINISHED
+        if not finished.exists():
+            build(docs, out, language=language, builder=builder)
+            finished.touch()
+    yield out

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 
 from ray_serve_npu import myst
-from ray_serve_npu_tooling.docs.site import build
+from ray_serve_npu_tooling.docs.site import built
 
 # A role's own title (``{ref}`title <target>```) is prose to translate; its target is not.
 _ROLE_TITLE = re.compile(r"^[\s\S]*?\s*(<[^<>]+>)$")
@@ -73,10 +72,9 @@ def check_catalogs(pot_dir: Path, po_dir: Path) -> Iterator[Problem]:
 
 def check_language(docs: Path, language: str) -> list[Problem]:
     """Extract the pages' messages and check ``docs/locale/<language>`` against them."""
-    with tempfile.TemporaryDirectory() as pot_dir:
-        build(docs, Path(pot_dir), builder="gettext")
+    with built(docs, builder="gettext") as pot_dir:
         po_dir = docs / "locale" / language / "LC_MESSAGES"
-        return list(check_catalogs(Path(pot_dir), po_dir))
+        return list(check_catalogs(pot_dir, po_dir))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
