@@ -10,9 +10,6 @@ tooling/ray_serve_npu_tooling/worker_groups.py), ``nox -s recipes`` the fake-NPU
 """
 
 import importlib.util
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,8 +25,8 @@ if importlib.util.find_spec(HARNESS.split(".")[0]) is None:
     )
 #: The suite's tiers (which tests a run selects; the fast tier's engine tripwire), and
 #: which tests share a pytest-xdist worker.
-#: The tiers first: the others import it, and pytest rewrites a plugin's asserts only if
-#: it loads the plugin before anything imports it.
+#: The tiers first: the others import it, and pytest warns of a plugin that something
+#: imported before pytest loaded it (PytestAssertRewriteWarning).
 pytest_plugins = ["ray_serve_npu_tooling.tiers", "ray_serve_npu_tooling.worker_groups", HARNESS]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
@@ -71,14 +68,12 @@ class MeasuredFigures:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MeasuredFigures(), "measured-figures")
-    # In the run's controlling process: one place for the site's builds, so that each
-    # builder and edition is built once for every test and xdist worker that reads it.
+    # One place for the site's builds, so that each builder and edition is built once for
+    # every test and xdist worker of the run that reads it.
     from ray_serve_npu_tooling.docs.site import SITE_CACHE_ENV_VAR
+    from ray_serve_npu_tooling.tiers import run_environ
 
-    if not hasattr(config, "workerinput") and SITE_CACHE_ENV_VAR not in os.environ:
-        cache = tempfile.mkdtemp(prefix="site-builds-")
-        os.environ[SITE_CACHE_ENV_VAR] = cache
-        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    run_environ(config, SITE_CACHE_ENV_VAR, "site-builds-")
 
 
 @pytest.fixture

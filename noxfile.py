@@ -62,8 +62,9 @@ NEWEST_RAY = "2.60.0"
 OLDER_RAYS = [ray for ray in RAY_STACKS if ray != NEWEST_RAY]
 
 #: What each session runs (tooling/ray_serve_npu_tooling/tiers.py says what a tier
-#: selects), and its budget in minutes: measured from a fresh clone on this two-core
-#: machine, install included (README gives the last figures).
+#: selects), and the minutes it is designed to fit from a fresh clone on a two-core
+#: machine, install included: logged beside its time, not enforced, since the machine's
+#: speed varies between runs (README gives the last measured figures).
 TIER_ARGS: dict[str, list[str]] = {
     # Every test that starts no vLLM engine; the pages' blocks checked statically.
     "tests": [],

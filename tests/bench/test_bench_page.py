@@ -140,9 +140,9 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_readings_are_gen
     substitutions = runpy.run_path(str(ROOT / "docs" / "conf.py"))["myst_substitutions"]
     assert substitutions["lever_rounds"] == str(rounds)
     assert substitutions["lever_chance"] == str(2 ** (rounds - 1))
-    readings = 2 * len(named) * len(levels.split(","))
-    assert substitutions["lever_readings"] == str(readings)
-    assert substitutions["lever_chance_readings"] == f"{readings / 2 ** (rounds - 1):.1f}"
+    figures = 2 * len(named) * len(levels.split(","))
+    assert substitutions["lever_figures"] == str(figures)
+    assert substitutions["lever_chance_figures"] == f"{figures / 2 ** (rounds - 1):.1f}"
 
 
 #: The tuning page's runs of direct streaming against direct vLLM, one per regime.
@@ -191,3 +191,18 @@ def test_the_tuning_pages_runs_against_direct_are_their_files_and_read_by_the_di
             if c.target == DIRECT:
                 key = f"vs_direct_npu_paced_direct_{c.concurrency}_ttft"
                 assert substitutions[key] == f"{c.ttft:.0f}"
+
+
+def test_what_the_tuning_page_advises_rests_on_its_lever_run() -> None:
+    # "What to set" reads the lever run: keep the stream batching interval and one
+    # ingress replica (neither raised throughput), and direct ingress cut the time to
+    # first token at 32. Each in every round, by the readings the page generates.
+    from ray_serve_npu_tooling.bench.compare import DEFAULT
+    from ray_serve_npu_tooling.bench.readings import Lean, readings
+
+    found = readings(lever_run(STATIC / "levers"), DEFAULT, paced=False)
+    by = {(r.arm, r.concurrency): {f.name: f.lean for f in r.figures} for r in found}
+    for arm in ("stream-batching-0ms", "ingress-replicas-2"):
+        leans = [figures["throughput"] for (name, _), figures in by.items() if name == arm]
+        assert leans and Lean.HIGHER not in leans, arm
+    assert by["direct-ingress", 32]["ttft"] is Lean.LOWER

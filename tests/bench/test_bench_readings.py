@@ -93,7 +93,7 @@ def test_the_english_sentence_says_each_figure_its_spread_lean_and_target() -> N
 def test_the_chinese_edition_writes_the_same_figures_in_its_own_words() -> None:
     at_32 = readings(RUN, DEFAULT, paced=False)[1]
     assert sentence(at_32, TEXTS["zh_CN"]) == (
-        "`ha-proxy`，并发 32：输出吞吐量是 Ray 默认设置的 1.25 倍（3 轮中从 1.20 到 1.30），"
-        "每一轮都更高；首 token 时间是 Ray 默认设置的 0.60 倍（从 0.50 到 0.70），每一轮都更低。"
+        "`ha-proxy`，并发 32：输出吞吐量是 Ray 的默认设置的 1.25 倍（3 轮中从 1.20 到 1.30），"
+        "每一轮都更高；首 token 时间是 Ray 的默认设置的 0.60 倍（从 0.50 到 0.70），每一轮都更低。"
     )
     assert TEXTS["zh_CN"].keys() == TEXTS["en"].keys()

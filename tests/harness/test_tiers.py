@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from ray_serve_npu_tooling import engine_tripwire
@@ -128,3 +129,17 @@ def test_a_process_that_loads_the_plugins_first_records_the_engine_core_it_build
     with pytest.raises(Exception):  # noqa: B017 (no config: vLLM's own error)
         core.EngineCore(None, None, False)  # type: ignore[arg-type]
     assert len(list(tmp_path.glob("engine-*.json"))) == 1
+
+
+def test_the_fast_tier_refuses_to_run_where_vllm_would_not_load_the_tripwire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ray_serve_npu_tooling import tiers
+
+    # This environment's tooling registers it, as nox installs it.
+    assert tiers._tripwire_plugin_installed()
+    # An older install of the tooling, without the entry point: no silent pass.
+    monkeypatch.setattr(tiers.importlib.metadata, "entry_points", lambda group: [])
+    fast_run = SimpleNamespace(getoption=lambda name, default=None: default, stash={})
+    with pytest.raises(pytest.UsageError, match=r"pip install -e \./tooling"):
+        tiers.pytest_configure(fast_run)  # type: ignore[arg-type]

@@ -50,19 +50,24 @@ def test_a_test_joins_a_group_by_its_marker_or_fixture(item: _Item, group: str |
     assert worker_groups.worker_group(item) == group  # type: ignore[arg-type]
 
 
-def _session(nodeid: str, *, grouped: bool) -> SimpleNamespace:
-    item = _Item(marker="xdist_group" if grouped else None)
-    item.nodeid = nodeid
-    return SimpleNamespace(config=SimpleNamespace(option=SimpleNamespace(loadgroup=True)),
-                           items=[item])  # fmt: skip
+def _controller(dist: str) -> SimpleNamespace:
+    """What worker_groups reads of the run's controlling process: its --dist."""
+    return SimpleNamespace(getoption=lambda name, default=None: dist)
 
 
-def test_a_group_that_xdist_lost_stops_the_run_with_the_fix() -> None:
-    # pytest-dev/pytest-xdist#1386: the "@group" suffix is missing from a grouped test.
-    with pytest.raises(pytest.UsageError, match=r"did not group 1 test\(s\).*pytest<9\.2"):
-        worker_groups.pytest_collection_finish(_session("tests/x.py::test_x", grouped=True))  # type: ignore[arg-type]
-    worker_groups.pytest_collection_finish(_session("tests/x.py::test_x@ray", grouped=True))  # type: ignore[arg-type]
-    worker_groups.pytest_collection_finish(_session("tests/x.py::test_x", grouped=False))  # type: ignore[arg-type]
+@pytest.mark.parametrize(("version", "refused"), [("9.1.1", False), ("9.2.0", True)])
+def test_a_pytest_that_would_lose_the_groups_is_refused_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch, version: str, refused: bool
+) -> None:
+    # pytest-dev/pytest-xdist#1386: from pytest 9.2 the "@group" suffix is lost.
+    monkeypatch.setattr(pytest, "__version__", version)
+    if refused:
+        with pytest.raises(pytest.UsageError, match=r"pytest<9\.2"):
+            worker_groups.pytest_configure(_controller("loadgroup"))  # type: ignore[arg-type]
+    else:
+        worker_groups.pytest_configure(_controller("loadgroup"))  # type: ignore[arg-type]
+    # Without --dist loadgroup nothing is grouped, whatever the pytest.
+    worker_groups.pytest_configure(_controller("no"))  # type: ignore[arg-type]
 
 
 _RAN = re.compile(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S+) *$", re.MULTILINE)

@@ -129,7 +129,8 @@ def test_the_suite_runs_in_the_image_the_job_built() -> None:
     assert "container" not in job
     _, (image, *command) = _run_options(_command(workflow, "docker", "run"))
     assert image == _option(_command(workflow, "docker", "build"), "-t")
-    assert command[:4] == ["python3", "-m", "pytest", "--run-recipes"]
+    # Every test of both tiers, the pages on the NPUs (ray_serve_npu_tooling.tiers).
+    assert command[:6] == ["python3", "-m", "pytest", "--run-recipes", "--tier", "all"]
     # Nothing is installed outside the Dockerfile, which holds the image's vLLM.
     runs = [argv for step in job["steps"] if "run" in step for argv in commands(step["run"])]
     assert not [argv for argv in runs if "pip" in argv or argv[0].startswith("pip")]

@@ -12,6 +12,7 @@ A test joins the recipes tier by its marker alone; where it sits in ``tests/`` d
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -27,8 +28,11 @@ from .engine_tripwire import ENGINE_TRIPWIRE_ENV_VAR
 RECIPE_TIER_MARKER = "fake_npu"
 TIER_OPTION = "--tier"
 FAST, RECIPES, ALL = "fast", "recipes", "all"
+#: The vLLM plugin that records engine cores (tooling/pyproject.toml's entry point).
+TRIPWIRE_ENTRY_POINT = "ray_serve_npu_tooling.engine_tripwire:record_engine_start"
 _ENGINE_RECORDS = pytest.StashKey[list[dict[str, object]]]()
-_OWN_TRIPWIRE_DIR = pytest.StashKey[Path]()
+#: Whether this run armed the tripwire, and so judges what it recorded.
+_ARMED_HERE = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,23 +56,50 @@ def selected_tier(config: pytest.Config) -> str:
     return RECIPES if config.getoption("--run-recipes", default=False) else FAST
 
 
-def _is_controller(config: pytest.Config) -> bool:
+def is_controller(config: pytest.Config) -> bool:
     """Not a pytest-xdist worker: the process that started the run."""
     return not hasattr(config, "workerinput")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """In the fast tier's controlling process: arm the engine tripwire for the whole run.
+def run_environ(config: pytest.Config, name: str, prefix: str) -> None:
+    """In the run's controlling process: ``name`` names a new directory for the whole run,
+    unless an outer run set it already; both go when the run ends.
 
     Set before xdist starts its workers, the variable reaches every process the run
-    starts: workers, the clusters they start and those clusters' Ray workers.
+    starts: workers, the clusters they start and those clusters' Ray workers. A run
+    nested in a test's process (pytester) gives the variable back as it found it.
     """
-    if selected_tier(config) != FAST or not _is_controller(config):
+    if not is_controller(config) or name in os.environ:
         return
+    directory = tempfile.mkdtemp(prefix=prefix)
+    os.environ[name] = directory
+
+    def give_back() -> None:
+        os.environ.pop(name, None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+    config.add_cleanup(give_back)
+
+
+def _tripwire_plugin_installed() -> bool:
+    """Whether vLLM will find the tripwire among its general plugins (tooling's entry point)."""
+    plugins = importlib.metadata.entry_points(group="vllm.general_plugins")
+    return any(plugin.value == TRIPWIRE_ENTRY_POINT for plugin in plugins)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the fast tier's controlling process: arm the engine tripwire for the whole run."""
+    if selected_tier(config) != FAST or not is_controller(config):
+        return
+    if not _tripwire_plugin_installed():
+        raise pytest.UsageError(
+            "the fast tier's engine tripwire is not registered with vLLM (the tooling's "
+            f"vllm.general_plugins entry point {TRIPWIRE_ENTRY_POINT}): reinstall the "
+            "tooling, `pip install -e ./tooling` (nox -s tests installs it)"
+        )
     if ENGINE_TRIPWIRE_ENV_VAR not in os.environ:
-        directory = Path(tempfile.mkdtemp(prefix="engine-tripwire-"))
-        config.stash[_OWN_TRIPWIRE_DIR] = directory
-        os.environ[ENGINE_TRIPWIRE_ENV_VAR] = str(directory)
+        config.stash[_ARMED_HERE] = True
+    run_environ(config, ENGINE_TRIPWIRE_ENV_VAR, "engine-tripwire-")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -93,20 +124,18 @@ def engine_records(directory: Path) -> list[dict[str, object]]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """In the fast tier's controlling process: fail the run if an engine core started."""
+    """In the fast tier's controlling process: fail the run if an engine core started.
+
+    A run nested in a fast-tier run (one whose tripwire was armed already) leaves the
+    verdict to the outer run, which reads the same directory.
+    """
     config = session.config
-    if selected_tier(config) != FAST or not _is_controller(config):
+    if not config.stash.get(_ARMED_HERE, False):
         return
-    directory = os.environ.get(ENGINE_TRIPWIRE_ENV_VAR)
-    if not directory:
-        return
-    records = engine_records(Path(directory))
+    records = engine_records(Path(os.environ[ENGINE_TRIPWIRE_ENV_VAR]))
     config.stash[_ENGINE_RECORDS] = records
     if records:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    own = config.stash.get(_OWN_TRIPWIRE_DIR, None)
-    if own is not None:
-        shutil.rmtree(own, ignore_errors=True)
 
 
 def pytest_terminal_summary(

@@ -8,8 +8,9 @@ Where a test lives in ``tests/`` does not matter: what it starts does.
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 
-from .tiers import RECIPE_TIER_MARKER
+from .tiers import RECIPE_TIER_MARKER, is_controller
 
 #: The group of every test that starts Ray, an engine, or a server: Serve's proxies and the
 #: pages' servers listen on port 8000, a test that connects its own process to Ray runs
@@ -48,24 +49,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """In an xdist worker with ``--dist loadgroup``: refuse to run if the groups were lost.
+#: The first pytest whose node ids drop the ``@<group>`` that pytest-xdist 3.8 appends to
+#: a grouped test's id (pytest-dev/pytest-xdist#1386): from it on, --dist loadgroup
+#: spreads every group without a word, and two servers would meet on port 8000.
+PYTEST_THAT_LOSES_GROUPS = Version("9.2")
 
-    pytest-xdist 3.8 groups a test by appending ``@<group>`` to its node id; under pytest
-    9.2 that append is lost and every group is spread without a word
-    (pytest-dev/pytest-xdist#1386): two servers would meet on port 8000.
-    """
-    if not getattr(session.config.option, "loadgroup", False):
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the run's controlling process, before any worker starts: refuse ``--dist
+    loadgroup`` under a pytest that would lose the groups."""
+    if not is_controller(config) or config.getoption("dist", "no") != "loadgroup":
         return
-    lost = [
-        item.nodeid
-        for item in session.items
-        if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid
-    ]
-    if lost:
+    if Version(pytest.__version__) >= PYTEST_THAT_LOSES_GROUPS:
         raise pytest.UsageError(
-            f"--dist loadgroup did not group {len(lost)} test(s), e.g. {lost[0]}: this "
-            "pytest-xdist cannot mark groups under this pytest (pytest-dev/pytest-xdist#1386); "
-            "install the pytest that pyproject.toml's test extra allows (pytest<9.2)"
+            f"--dist loadgroup can't group tests under pytest {pytest.__version__} "
+            "(pytest-dev/pytest-xdist#1386): install the pytest that pyproject.toml's test "
+            f"extra allows (pytest<{PYTEST_THAT_LOSES_GROUPS})"
         )

@@ -43,11 +43,11 @@ def build(docs: Path, out: Path, *, language: str = "en", builder: str = "html")
 def built(docs: Path, *, builder: str, language: str = "en") -> Iterator[Path]:
     """The site built by ``builder`` in ``language``'s edition, as :func:`build` builds it.
 
+    With :data:`SITE_CACHE_ENV_VAR` set, the build is the run's, made once under a lock:
     HTML editions sit as ``nox -s docs`` lays them out, English at the root and each
-    translation in its directory below, so that the language switch's links hold; other
-    builders' editions sit side by side, one directory each. With
-    :data:`SITE_CACHE_ENV_VAR` set, the build is the run's, made once under a lock;
-    otherwise it is made for this caller alone and removed when the block ends.
+    translation in its directory below, so that the language switch's links hold, and
+    other builders' editions side by side, one directory each. Without it, the build is
+    this caller's alone, in a directory of its own removed when the block ends.
     """
     cache = os.environ.get(SITE_CACHE_ENV_VAR)
     if not cache:

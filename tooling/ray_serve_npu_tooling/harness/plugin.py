@@ -255,11 +255,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """With ``--run-recipes``, a page's blocks run on the recipe tier: mark them so (.tiers)."""
-    if (
-        isinstance(item, SybilItem)
-        and isinstance(item.example.parsed, BlockInPage)
-        and item.config.getoption(RUN_RECIPES)
-    ):
+    if isinstance(item, SybilItem) and item.config.getoption(RUN_RECIPES):
         item.add_marker(RECIPE_TIER_MARKER)
 
 
