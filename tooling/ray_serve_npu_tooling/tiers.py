@@ -21,15 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from .engine_tripwire import ENGINE_TRIPWIRE_ENV_VAR
+from .engine_tripwire import ENGINE_TRIPWIRE_ENV_VAR, record_engine_start
 
 #: The marker of the tests that run on the fake-NPU tier (pyproject.toml's markers): a
 #: fake cluster, an engine, or a server of the recipes'.
 RECIPE_TIER_MARKER = "fake_npu"
 TIER_OPTION = "--tier"
 FAST, RECIPES, ALL = "fast", "recipes", "all"
-#: The vLLM plugin that records engine cores (tooling/pyproject.toml's entry point).
-TRIPWIRE_ENTRY_POINT = "ray_serve_npu_tooling.engine_tripwire:record_engine_start"
+#: The vLLM plugin that records engine cores, as tooling/pyproject.toml's entry point
+#: must name it.
+TRIPWIRE_ENTRY_POINT = f"{record_engine_start.__module__}:{record_engine_start.__name__}"
 _ENGINE_RECORDS = pytest.StashKey[list[dict[str, object]]]()
 #: Whether this run armed the tripwire, and so judges what it recorded.
 _ARMED_HERE = pytest.StashKey[bool]()
@@ -61,16 +62,16 @@ def is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
 
-def run_environ(config: pytest.Config, name: str, prefix: str) -> None:
+def run_environ(config: pytest.Config, name: str, prefix: str) -> bool:
     """In the run's controlling process: ``name`` names a new directory for the whole run,
-    unless an outer run set it already; both go when the run ends.
+    unless an outer run set it already; both go when the run ends. Whether this run set it.
 
     Set before xdist starts its workers, the variable reaches every process the run
     starts: workers, the clusters they start and those clusters' Ray workers. A run
     nested in a test's process (pytester) gives the variable back as it found it.
     """
     if not is_controller(config) or name in os.environ:
-        return
+        return False
     directory = tempfile.mkdtemp(prefix=prefix)
     os.environ[name] = directory
 
@@ -79,6 +80,7 @@ def run_environ(config: pytest.Config, name: str, prefix: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
     config.add_cleanup(give_back)
+    return True
 
 
 def _tripwire_plugin_installed() -> bool:
@@ -97,9 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"vllm.general_plugins entry point {TRIPWIRE_ENTRY_POINT}): reinstall the "
             "tooling, `pip install -e ./tooling` (nox -s tests installs it)"
         )
-    if ENGINE_TRIPWIRE_ENV_VAR not in os.environ:
-        config.stash[_ARMED_HERE] = True
-    run_environ(config, ENGINE_TRIPWIRE_ENV_VAR, "engine-tripwire-")
+    config.stash[_ARMED_HERE] = run_environ(config, ENGINE_TRIPWIRE_ENV_VAR, "engine-tripwire-")
 
 
 @pytest.hookimpl(tryfirst=True)
