@@ -101,7 +101,7 @@ TEST_ENV: dict[str, str | None] = {
     "PYTHONDONTWRITEBYTECODE": None,
 }
 #: Where the fake tier keeps its tiny models across runs
-#: (ray_serve_npu.fake_npu.tiny_model.CACHE_DIR_ENV_VAR).
+#: (ray_serve_npu.envs.CACHE_DIR_ENV_VAR).
 TINY_MODEL_CACHE_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"
 
 

@@ -17,7 +17,7 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from ray_serve_npu import compat, hardware  # noqa: E402
+from ray_serve_npu import compat, envs, hardware  # noqa: E402
 from ray_serve_npu.releases import COMPOSE_RELEASE, GUIDE_RELEASE, RELEASES, Release  # noqa: E402
 
 if TYPE_CHECKING:
@@ -235,8 +235,8 @@ myst_substitutions = {
     "a2_last_device": str(hardware.A2.devices_per_node - 1),
     "a3_last_device": str(hardware.A3.devices_per_node - 1),
     "npu_resource": hardware.NPU_RESOURCE,
-    "visible_devices_env": hardware.VISIBLE_DEVICES_ENV_VAR,
-    "noset_visible_devices_env": hardware.NOSET_VISIBLE_DEVICES_ENV_VAR,
+    "visible_devices_env": envs.VISIBLE_DEVICES_ENV_VAR,
+    "noset_visible_devices_env": envs.NOSET_VISIBLE_DEVICES_ENV_VAR,
     "pin_table": _pin_table(),
     **_bench_figures(),
     # The loads and bounds tests/resilience asserts, as docs/troubleshooting.md states them.

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
         NPUAccelerator,
         NPUConfig,
     )
+    from ray_serve_npu.activation import activate
     from ray_serve_npu.app import build_dp_openai_app, build_openai_app
-    from ray_serve_npu_autoload import activate
 
 __all__ = [
     "NPU_ACCELERATOR_VALUES",
@@ -41,7 +41,7 @@ _PUBLIC: dict[str, str] = {
     "HardwareMismatchError": "ray_serve_npu.accelerators",
     "NPUAccelerator": "ray_serve_npu.accelerators",
     "NPUConfig": "ray_serve_npu.accelerators",
-    "activate": "ray_serve_npu_autoload",
+    "activate": "ray_serve_npu.activation",
     "build_dp_openai_app": "ray_serve_npu.app",
     "build_openai_app": "ray_serve_npu.app",
 }

@@ -12,16 +12,11 @@ from ray_serve_npu.releases import SERVE_LLM_RELEASE, release
 
 #: The Ray resource an NPU is counted in. vLLM-Ascend's platform asks Ray for
 #: it per worker (``ray_device_key = "NPU"`` in ``vllm_ascend/platform.py``).
-#: Ray Core's Ascend support owns this name and the two variables below
-#: (``ray/_private/accelerators/npu.py``); they are written out here so that
-#: this module imports no Ray, and a test checks them against Ray's.
+#: Ray Core's Ascend support owns this name, and the variables that say which NPUs a
+#: worker sees (:mod:`ray_serve_npu.envs`), in ``ray/_private/accelerators/npu.py``;
+#: it is written out here so that this module imports no Ray, and a test checks it
+#: against Ray's.
 NPU_RESOURCE: str = "NPU"
-
-#: The variable Ray sets to the NPU ids it assigns to a worker.
-VISIBLE_DEVICES_ENV_VAR: str = "ASCEND_RT_VISIBLE_DEVICES"
-
-#: Set to 1 to stop Ray from setting :data:`VISIBLE_DEVICES_ENV_VAR`.
-NOSET_VISIBLE_DEVICES_ENV_VAR: str = "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """An API key on Ray Serve LLM's OpenAI endpoint.
 
-Wired in by ``ray_serve_npu._patch``; it applies to every kind, not just npu.
-Ray Serve LLM 2.56 to 2.60 has no API key on its OpenAI endpoint. Set
-:data:`API_KEY_ENV_VAR` where the app is built and every request must carry
-``Authorization: Bearer <key>``, as ``vllm serve --api-key`` requires: on the
-app of Ray Serve LLM's OpenAI ingress (``require_api_key``), and with
-``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1``, which serves vLLM's own app from
-the engine's replica in place of that ingress, on that app
+Wired in by ``ray_serve_npu.patches.ingress`` and ``ray_serve_npu.patches.builder``;
+it applies to every kind, not just npu. Ray Serve LLM 2.56 to 2.60 has no API key on
+its OpenAI endpoint. Set :data:`~ray_serve_npu.envs.API_KEY_ENV_VAR` where the app is
+built and every request must carry ``Authorization: Bearer <key>``, as
+``vllm serve --api-key`` requires: on the app of Ray Serve LLM's OpenAI ingress
+(``require_api_key``), and with ``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1``, which
+serves vLLM's own app from the engine's replica in place of that ingress, on that app
 (``keyed_server_class``).
 """
 
@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import logging
 import os
+import secrets
 from typing import Any, TypeVar
 
 from starlette.responses import JSONResponse
@@ -23,15 +24,11 @@ from starlette.status import WS_1008_POLICY_VIOLATION
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
-import ray_serve_npu_autoload
+from ray_serve_npu.envs import API_KEY_ENV_VAR
+from ray_serve_npu.openai_errors import openai_error
 
 logger = logging.getLogger(__name__)
 
-#: The key clients must send. Read once, by the process that builds the app: the
-#: shell that runs the recipe or ``serve run``, or the head pod on KubeRay. It must
-#: be printable ASCII without surrounding whitespace, which an HTTP header carries
-#: unchanged.
-API_KEY_ENV_VAR = ray_serve_npu_autoload.API_KEY_ENV_VAR
 
 _KEY_FIX = (
     "Fix: set it to the key alone, printable ASCII without surrounding whitespace. "
@@ -41,8 +38,17 @@ _KEY_FIX = (
 )
 
 
+def fresh_api_key() -> str:
+    """A new random key, as the fake-NPU tier and the tests set one."""
+    return secrets.token_urlsafe(24)
+
+
 def api_key_from_env() -> str | None:
-    """The key in :data:`API_KEY_ENV_VAR`; None, with a warning, if it is unset.
+    """The key in :data:`~ray_serve_npu.envs.API_KEY_ENV_VAR`; None, with a warning, if unset.
+
+    It is read once, by the process that builds the app: the shell that runs the
+    recipe or ``serve run``, or the head pod on KubeRay. It must be printable ASCII
+    without surrounding whitespace, which an HTTP header carries unchanged.
 
     Raises ValueError if the key is empty or no HTTP header can carry it
     unchanged: no request could ever match it.
@@ -85,18 +91,13 @@ def key_digest(key: str) -> bytes:
 
 
 def key_digest_from_env() -> bytes | None:
-    """The digest of the key in :data:`API_KEY_ENV_VAR`.
+    """The digest of the key in :data:`~ray_serve_npu.envs.API_KEY_ENV_VAR`.
 
     None, with a warning, if it is unset; raises ValueError as :func:`api_key_from_env`
     does.
     """
     key = api_key_from_env()
     return None if key is None else key_digest(key)
-
-
-def openai_error(message: str, error_type: str, code: int) -> dict[str, Any]:
-    """The error object OpenAI clients parse (``{"error": {...}}``)."""
-    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
 
 class ApiKeyMiddleware:
@@ -147,7 +148,9 @@ class ApiKeyMiddleware:
 
 
 def require_api_key(app: Any) -> None:
-    """Add :class:`ApiKeyMiddleware` to the FastAPI ``app`` if :data:`API_KEY_ENV_VAR` is set.
+    """Add :class:`ApiKeyMiddleware` to the FastAPI ``app`` where a key is set.
+
+    The key is :data:`~ray_serve_npu.envs.API_KEY_ENV_VAR`.
 
     Added last, the middleware is the outermost: no other middleware sees a
     request without the key. Only the key's digest goes into the app, which

@@ -1,6 +1,6 @@
 """Streams that end in a stable error event when the replica or the engine serving them fails.
 
-Wired in by ``ray_serve_npu._patch``; it applies to every kind, not just npu.
+Wired in by ``ray_serve_npu.patches.ingress``; it applies to every kind, not just npu.
 When the replica streaming an answer dies, Ray's ingress ends the response
 without a word: HTTP 200 was already sent, and the stream stops with neither
 ``data: [DONE]`` nor a ``finish_reason``. OpenAI clients take that for a
@@ -36,7 +36,7 @@ from ray.exceptions import RayActorError
 from ray.serve import context as serve_context
 from starlette.responses import JSONResponse, Response
 
-from ray_serve_npu.ingress import openai_error
+from ray_serve_npu.openai_errors import openai_error
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from ray_serve_npu_tooling.bench.paths import (
     regime_inputs,
 )
 
-from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, NPUStepPacing
+from ray_serve_npu.envs import PACING_ENV_VAR
+from ray_serve_npu.fake_npu.npu_pacing import NPUStepPacing
 
 
 @pytest.fixture

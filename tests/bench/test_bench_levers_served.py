@@ -24,8 +24,8 @@ from ray_serve_npu_tooling.bench.capacity import with_mock_engine
 from ray_serve_npu_tooling.bench.levers import LEVERS
 from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
 
-from ray_serve_npu.fake_npu.tier import fresh_api_key
-from ray_serve_npu.ingress import API_KEY_ENV_VAR
+from ray_serve_npu.envs import API_KEY_ENV_VAR
+from ray_serve_npu.ingress import fresh_api_key
 
 pytestmark = pytest.mark.fake_npu
 

@@ -327,6 +327,32 @@ def test_markdown_dashboard_needs_a_warning() -> None:
     assert check_file(DATA / "dashboard-page-warned.md") == []
 
 
+def test_without_the_check_extra_the_command_names_it(monkeypatch, capsys) -> None:
+    import importlib.metadata
+
+    def version(name: str) -> str:
+        if name == "jsonschema":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return "99"
+
+    monkeypatch.setattr(
+        importlib.metadata,
+        "requires",
+        lambda _: ['jsonschema>=4.18; extra == "check"', "pydantic>=2", 'pytest; extra == "test"'],
+    )
+    monkeypatch.setattr(importlib.metadata, "version", version)
+
+    from ray_serve_npu.cli import main as command
+
+    assert command(["check", str(ROOT / "recipes" / "docker-compose.yaml")]) == 2
+    error = capsys.readouterr().err
+    assert "ray-serve-npu check: needs jsonschema, which the 'check' extra installs" in error
+    assert "Fix: pip install 'ray-serve-npu[check]'" in error
+    # Installed, the command runs.
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "99")
+    assert command(["check", str(ROOT / "recipes" / "docker-compose.yaml")]) == 0
+
+
 def test_cli_exit_codes_and_formats(capsys) -> None:
     assert main([str(GUIDE)]) == 1
     out = capsys.readouterr().out.splitlines()

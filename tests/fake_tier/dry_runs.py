@@ -14,10 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ray_serve_npu.fake_npu.cluster import AUTH_TOKEN_ENV_VAR
+from ray_serve_npu.envs import AUTH_TOKEN_ENV_VAR, DEVICE_RECORD_DIR_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import DryRunProcess, keep_serving
-from ray_serve_npu.fake_npu.tier import RAY_AUTH_MODE_ENV_VAR
-from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 

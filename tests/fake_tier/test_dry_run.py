@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ray_serve_npu.cli import main
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
 from ray_serve_npu.fake_npu.dry_run import (
     CHAT_LINE_END,
@@ -30,7 +31,6 @@ from ray_serve_npu.fake_npu.dry_run import (
     not_ready_paragraph,
 )
 from ray_serve_npu.fake_npu.processes import ServerNotReady, last_error
-from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
 
 ROOT = Path(__file__).parents[2]
 

@@ -34,9 +34,10 @@ import pytest
 from dry_runs import ServingCluster, dry_run_serving, serving_cluster
 from openai import OpenAI
 
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
 from ray_serve_npu.fake_npu.vllm_plugins import engine_worker_records
-from ray_serve_npu.hardware import A3, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import A3
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
 from tests.resilience.fake_serving import (

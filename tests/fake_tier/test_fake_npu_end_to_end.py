@@ -24,8 +24,8 @@ import pytest
 from dry_runs import RECIPES, dry_run_serving, serving_cluster
 from openai import OpenAI
 
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
-from ray_serve_npu.hardware import VISIBLE_DEVICES_ENV_VAR
 
 MODEL_ID = "deepseek-v4-flash"
 BASE_URL = "http://127.0.0.1:8000"

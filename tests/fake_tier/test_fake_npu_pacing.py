@@ -18,12 +18,12 @@ from types import SimpleNamespace
 import pytest
 from openai import OpenAI
 
+from ray_serve_npu.envs import PACING_ENV_VAR
 from ray_serve_npu.fake_npu.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
 from ray_serve_npu.fake_npu.direct import serve_vllm
 from ray_serve_npu.fake_npu.npu_pacing import (
     DEFAULT_DECODE_S_PER_STEP,
     DEFAULT_PREFILL_S_PER_TOKEN,
-    PACING_ENV_VAR,
     NPUStepPacing,
     StepPacer,
     pacing_from_env,

@@ -6,11 +6,8 @@ import importlib
 
 import pytest
 
-from ray_serve_npu.fake_npu.vllm_plugins import (
-    FAKE_DEVICE_ENV_VAR,
-    FAKE_PLATFORM_ENV_VAR,
-    fake_npu_platform,
-)
+from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR, FAKE_PLATFORM_ENV_VAR
+from ray_serve_npu.fake_npu.vllm_plugins import fake_npu_platform
 
 
 def test_the_fake_platform_is_off_without_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:

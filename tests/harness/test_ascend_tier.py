@@ -18,11 +18,7 @@ from ray_serve_npu_tooling.harness.ascend_tier import (
     select_tier,
 )
 
-from ray_serve_npu.fake_npu.tier import (
-    CLIENT_API_KEY_ENV_VAR,
-    MODEL_PATH_ENV_VAR,
-    RAY_AUTH_MODE_ENV_VAR,
-)
+from ray_serve_npu.envs import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 
 
 def test_detect_npus_counts_fake_davinci_devices_only(tmp_path: Path) -> None:

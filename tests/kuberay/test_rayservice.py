@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import ray_serve_npu  # noqa: F401  (activates the npu kind)
-from ray_serve_npu.ingress import API_KEY_ENV_VAR
+from ray_serve_npu.envs import API_KEY_ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "recipes" / "kuberay" / "rayservice.yaml"

@@ -58,11 +58,14 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compute deployment options without a cluster; fail where anything would start Ray.
 
     ``LLMServer.get_deployment_options`` reads only the driver's runtime_env from
-    the runtime context, which an empty one stands in for.
+    the runtime context, which an empty one stands in for. A worker that ran a
+    cluster's test before has Ray initialized, and Ray's log filter would then read
+    the stand-in's job and node: the process counts as one without Ray.
     """
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("this test must not start Ray")
 
     monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(runtime_env={}))

@@ -1,14 +1,18 @@
 """The npu kind is active wherever a config is built or unpickled, and only on a tested Ray.
 
-The import hook (:mod:`ray_serve_npu_autoload`) activates it when Ray Serve LLM
-loads; importing ``ray_serve_npu`` does not (``test_import_cost.py``).
+The import hook (:mod:`ray_serve_npu_autoload`) has :mod:`ray_serve_npu.activation`
+apply the ledger (:mod:`ray_serve_npu.patches`) when Ray Serve LLM loads; importing
+``ray_serve_npu`` does not (``test_import_cost.py``).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -22,7 +26,7 @@ from starlette.testclient import TestClient
 
 import ray_serve_npu
 import ray_serve_npu_autoload
-from ray_serve_npu import _patch, accelerators
+from ray_serve_npu import accelerators, activation, envs, patches
 from ray_serve_npu.compat import (
     RAY_VLLM_PINS,
     SUPPORTED_RAY,
@@ -31,7 +35,7 @@ from ray_serve_npu.compat import (
     check_ray_version,
     ray_for_vllm,
 )
-from ray_serve_npu_autoload import NPU_KIND_PR, PATCHES, TARGET_MODULES
+from ray_serve_npu.patches import NPU_KIND_PR, PATCH_MODULES, PATCHES, TARGET_MODULES
 
 
 def _run_python(code: str, *, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -77,9 +81,10 @@ def test_npu_config_survives_cloudpickle_into_a_fresh_process() -> None:
         # The plugin's modules that import Ray Serve LLM, imported before it: the
         # hook fires while they are half-imported and must wait for them.
         "from ray_serve_npu import NPUConfig",
-        "import ray_serve_npu._patch",
+        "import ray_serve_npu.patches.llm_config",
+        "import ray_serve_npu.patches.ingress",
     ],
-    ids=["ray-only", "plugin-names-first", "patch-module-first"],
+    ids=["ray-only", "plugin-names-first", "patch-module-first", "ingress-patch-first"],
 )
 def test_dict_form_works_in_a_process_that_never_activates_the_plugin(before: str) -> None:
     # The import hook of ray_serve_npu_autoload.pth; imported by hand here, as
@@ -149,9 +154,9 @@ def test_where_ray_has_its_own_npu_kind_the_api_key_still_holds(
 ) -> None:
     # Ray Serve LLM with an npu kind of its own, imported before the plugin activates.
     monkeypatch.setattr(accelerators, "RAY_HAS_NPU_KIND", True)
-    ray_accelerators = _fresh(monkeypatch, ray_serve_npu_autoload.ACCELERATORS)
-    ray_ingress = _fresh(monkeypatch, ray_serve_npu_autoload.INGRESS)
-    monkeypatch.setenv(ray_serve_npu_autoload.API_KEY_ENV_VAR, "k")
+    ray_accelerators = _fresh(monkeypatch, patches.ACCELERATORS)
+    ray_ingress = _fresh(monkeypatch, patches.INGRESS)
+    monkeypatch.setenv(envs.API_KEY_ENV_VAR, "k")
 
     ray_serve_npu.activate()
 
@@ -165,20 +170,33 @@ def test_where_ray_has_its_own_npu_kind_disabling_the_plugin_with_a_key_is_an_er
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(accelerators, "RAY_HAS_NPU_KIND", True)
-    monkeypatch.setenv(ray_serve_npu_autoload.DISABLE_ENV_VAR, "1")
-    monkeypatch.setenv(ray_serve_npu_autoload.API_KEY_ENV_VAR, "k")
+    monkeypatch.setenv(envs.DISABLE_ENV_VAR, "1")
+    monkeypatch.setenv(envs.API_KEY_ENV_VAR, "k")
 
-    with pytest.raises(ray_serve_npu_autoload.DisabledWithApiKeyError):
+    with pytest.raises(activation.DisabledWithApiKeyError):
         ray_serve_npu.activate()
 
 
 def test_ledger_names_every_patch_function_and_nothing_else() -> None:
+    # A patch module's public functions are its patches; helpers start with "_".
     patch_functions = {
-        name
-        for name, value in vars(_patch).items()
-        if name.startswith("_patch_") and inspect.isfunction(value)
+        f"{name}:{function}"
+        for name in PATCH_MODULES
+        for function, value in vars(importlib.import_module(name)).items()
+        if inspect.isfunction(value) and value.__module__ == name and not function.startswith("_")
     }
-    assert sorted(patch.function for patch in PATCHES) == sorted(patch_functions)
+    assert sorted(patch.patcher for patch in PATCHES) == sorted(patch_functions)
+
+
+def test_each_patch_module_opens_with_why_upstream_and_when_it_goes() -> None:
+    for name in PATCH_MODULES:
+        doc = inspect.getdoc(importlib.import_module(name)) or ""
+        fields = dict(re.findall(r"^(Why|Upstream|Goes): (.+?)(?=^\w+: |\Z)", doc, re.M | re.S))
+        assert set(fields) == {"Why", "Upstream", "Goes"}, (name, sorted(fields))
+        for patch in PATCHES:
+            if patch.module == name:
+                # The ledger's upstream change, or "none yet" where it has none.
+                assert (patch.upstream or "none yet") in fields["Upstream"], (name, patch.patcher)
 
 
 def test_ledger_names_the_upstream_change_of_each_patch() -> None:
@@ -199,9 +217,34 @@ def test_no_patch_outlives_the_ray_that_fixes_it() -> None:
 
 
 def test_hook_watches_the_modules_the_ledger_patches_in_import_order() -> None:
-    assert TARGET_MODULES == tuple(dict.fromkeys(patch.module for patch in PATCHES))
+    assert ray_serve_npu_autoload.TARGETS == TARGET_MODULES
     # Each module is patched after the ones it imports.
-    assert TARGET_MODULES[0] == ray_serve_npu_autoload.ACCELERATORS
+    assert TARGET_MODULES[0] == patches.ACCELERATORS
+
+
+def test_the_hook_imports_only_the_standard_library() -> None:
+    tree = ast.parse(inspect.getsource(ray_serve_npu_autoload))
+    top_level = {
+        alias.name.split(".")[0]
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module)])
+    }
+    assert top_level <= set(sys.stdlib_module_names) | {"__future__"}, top_level
+    assert len(inspect.getsource(ray_serve_npu_autoload).splitlines()) < 120
+
+
+def test_the_fake_tier_patch_is_applied_only_where_the_fake_tier_is_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = [patch.patcher for patch in PATCHES if patch.fake_tier]
+    assert fake, "the ledger has no fake-tier patch"
+    monkeypatch.delenv(envs.DRY_RUN_MODEL_ENV_VAR, raising=False)
+    off = [patch.patcher for patch in activation.patches_for_this_process()]
+    monkeypatch.setenv(envs.DRY_RUN_MODEL_ENV_VAR, "/tmp/tiny")
+    on = [patch.patcher for patch in activation.patches_for_this_process()]
+    assert not set(fake) & set(off)
+    assert set(fake) <= set(on)
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,8 @@ from ray_serve_npu_tooling.mock_engine import PROBE_KEY_PREFIX
 from test_placement import _wait_until_placement_groups_removed, _wait_until_running
 
 from ray_serve_npu import build_dp_openai_app
-from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR, NodeKind
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE, NodeKind
 
 APP = "npu-dp-placement"
 DP = 4

@@ -1,8 +1,10 @@
 """The fake-NPU tier adapts a recipe however it builds its app (no cluster, no engine).
 
-``ray-serve-npu dry-run`` and the docs tests set ``RAY_SERVE_NPU_DRY_RUN_MODEL``;
-the plugin then turns each ``LLMConfig`` into its fake-tier variant where every
-builder passes it: ``LLMServer.get_deployment_options``. Here each way of
+``ray-serve-npu dry-run`` and the docs tests start their processes with
+``RAY_SERVE_NPU_DRY_RUN_MODEL`` set; the plugin then applies its fake-tier patch, which
+turns each ``LLMConfig`` into its fake-tier variant where every builder passes it:
+``LLMServer.get_deployment_options``. Here, where the plugin activated before, the
+variable is set and the plugin activated again, which applies the patch it lacks. Here each way of
 building an app that Ray's docs or ours show is built with that variable set,
 and the deployment Serve would place must hold the tiny model on one NPU per
 engine. Serving such an app is tested in tests/fake_tier/test_fake_npu_dry_run_ray_builder.py.
@@ -22,11 +24,17 @@ from ray.serve.llm import build_dp_openai_app as ray_build_dp_openai_app
 from ray.serve.llm import build_openai_app as ray_build_openai_app
 
 import ray_serve_npu
-from ray_serve_npu.fake_npu.tier import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
+from ray_serve_npu.envs import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
 
 TINY = Path("/tmp/rsn-seam/tiny-llama")
 TINY_MOE = Path("/tmp/rsn-seam/tiny-mixtral")
 REAL = "/models/DeepSeek-V4-Flash-w8a8-mtp"
+
+
+def _turn_on_fake_tier(monkeypatch: pytest.MonkeyPatch, model: str = str(TINY)) -> None:
+    monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, model)
+    monkeypatch.setenv(DRY_RUN_MOE_MODEL_ENV_VAR, str(TINY_MOE))
+    ray_serve_npu.activate()
 
 
 def _production(data_parallel_size: int = 1) -> LLMConfig:
@@ -91,8 +99,7 @@ BUILDERS: dict[str, tuple[Callable[[LLMConfig], Application], int]] = {
 def test_the_fake_tier_serves_the_tiny_model_however_the_app_is_built(
     builder: str, no_ray: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, str(TINY))
-    monkeypatch.setenv(DRY_RUN_MOE_MODEL_ENV_VAR, str(TINY_MOE))
+    _turn_on_fake_tier(monkeypatch)
     build, ranks = BUILDERS[builder]
     app = build(_production(data_parallel_size=ranks))
     (deployment,) = _llm_deployments(app)
@@ -117,7 +124,7 @@ def test_without_the_fake_tier_a_config_is_served_as_written(no_ray: None) -> No
 def test_a_config_deployed_twice_is_adapted_once(
     no_ray: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, str(TINY))
+    _turn_on_fake_tier(monkeypatch)
     config = _production()
     LLMServer.get_deployment_options(config)
     caplog.clear()
@@ -129,7 +136,7 @@ def test_a_config_deployed_twice_is_adapted_once(
 def test_a_config_that_loads_from_a_bucket_gets_the_tiny_model_too(
     no_ray: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, str(TINY) + "/")
+    _turn_on_fake_tier(monkeypatch, str(TINY) + "/")
     config = LLMConfig(
         model_loading_config={
             "model_id": "deepseek-v4-flash",

@@ -1,9 +1,10 @@
 """Importing the plugin has no side effects: no Ray where none is needed, no patch, no cycle.
 
-Only the import hook (:mod:`ray_serve_npu_autoload`) activates the npu kind,
-when Ray Serve LLM loads. So the package, its data modules (pin facts, hardware
-facts, the checker) and the command line import without Ray, and each module
-imports on its own in a fresh interpreter: a circular import shows there.
+Only the import hook (:mod:`ray_serve_npu_autoload`) activates the npu kind
+(:mod:`ray_serve_npu.activation`), when Ray Serve LLM loads. So the package, its
+data modules (pin facts, hardware facts, the checker) and the command line import
+without Ray, and each module imports on its own in a fresh interpreter: a circular
+import shows there.
 
 vLLM loads its platform plugins, the fake tier's among them
 (``ray_serve_npu.fake_npu.vllm_plugins``), while it is itself being imported;
@@ -25,15 +26,20 @@ else:  # pragma: no cover - the test extra installs tomli there
 
 import pytest
 
-import ray_serve_npu_autoload
-from ray_serve_npu import hardware
+from ray_serve_npu import activation, envs, hardware
+from ray_serve_npu.patches import PATCH_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The plugin's modules that import Ray at module level, by design: the npu
 #: kind's classes subclass Ray's, the patches and the stream guard wrap Ray's.
 NEEDS_RAY = frozenset(
-    {"ray_serve_npu.accelerators", "ray_serve_npu._patch", "ray_serve_npu.streams"}
+    {
+        "ray_serve_npu.accelerators",
+        "ray_serve_npu.streams",
+        "ray_serve_npu.patches.widening",
+        *PATCH_MODULES,
+    }
 )
 #: The fake-NPU tier and the repository's tooling (tooling/): checked for cycles only
 #: (they run Ray and vLLM).
@@ -78,7 +84,7 @@ def _import_alone(module: str) -> dict[str, list[str]]:
 import importlib, json, sys
 importlib.import_module({module!r})
 ray = sorted(m for m in sys.modules if m == "ray" or m.startswith("ray."))
-patched = [m for m in ray if getattr(sys.modules[m], {ray_serve_npu_autoload._PATCHED!r}, False)]
+patched = [m for m in ray if getattr(sys.modules[m], {activation.APPLIED!r}, False)]
 print(json.dumps({{"ray": ray, "patched": patched}}))
 """
     # The benchmark harness runs from recipes/, where the reader's sweep tool is `bench`.
@@ -126,12 +132,12 @@ def test_importing_the_plugin_imports_no_vllm() -> None:
 
 
 def test_hardware_names_are_rays() -> None:
-    # Written out in hardware.py so that it imports no Ray; Ray Core owns them.
+    # Written out in hardware.py and envs.py so that they import no Ray; Ray Core owns them.
     from ray._private.accelerators import npu
 
     assert hardware.NPU_RESOURCE == npu.NPUAcceleratorManager.get_resource_name()
-    assert hardware.VISIBLE_DEVICES_ENV_VAR == npu.ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
-    assert hardware.NOSET_VISIBLE_DEVICES_ENV_VAR == npu.NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+    assert envs.VISIBLE_DEVICES_ENV_VAR == npu.ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
+    assert envs.NOSET_VISIBLE_DEVICES_ENV_VAR == npu.NOSET_ASCEND_RT_VISIBLE_DEVICES_ENV_VAR
 
 
 def test_command_help_imports_no_ray() -> None:

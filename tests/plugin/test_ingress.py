@@ -28,8 +28,9 @@ from ray_serve_npu_tooling.mock_engine import MockEngine
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.types import Message
 
-from ray_serve_npu import _patch
-from ray_serve_npu.ingress import API_KEY_ENV_VAR, ApiKeyMiddleware, key_digest
+from ray_serve_npu.envs import API_KEY_ENV_VAR
+from ray_serve_npu.ingress import ApiKeyMiddleware, key_digest
+from ray_serve_npu.patches import builder as builder_patch
 
 KEY = "test-key-4b1d"
 
@@ -272,7 +273,7 @@ def _server_class_given(llm_config: Any, **kwargs: Any) -> Any:
     return kwargs.get("deployment_cls")
 
 
-@pytest.mark.parametrize("importer_name", _patch._DIRECT_STREAMING_IMPORTERS)
+@pytest.mark.parametrize("importer_name", builder_patch.DIRECT_STREAMING_IMPORTERS)
 def test_a_late_activation_rebinds_the_builders_that_imported_rays_builder(
     monkeypatch: pytest.MonkeyPatch, importer_name: str
 ) -> None:
@@ -281,7 +282,7 @@ def test_a_late_activation_rebinds_the_builders_that_imported_rays_builder(
     importer._build_direct_streaming_llm_deployment = _server_class_given
     monkeypatch.setitem(sys.modules, importer_name, importer)
     core = _builder_module(_server_class_given)
-    _patch._patch_direct_streaming_api_key(core)
+    builder_patch.require_api_key_with_direct_streaming(core)
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
 
     keyed_builder = core._build_direct_streaming_llm_deployment

@@ -43,7 +43,30 @@ def test_the_wheel_holds_only_the_product(wheel: zipfile.ZipFile) -> None:
     names = _payload(wheel)
     assert "ray_serve_npu/fake_npu/dry_run.py" in names
     assert "ray_serve_npu/check/cli.py" in names
+    # The patches, one module per patched Ray module, under their ledger.
+    assert "ray_serve_npu/patches/__init__.py" in names
+    assert "ray_serve_npu/patches/ingress.py" in names
+    assert "ray_serve_npu/_patch.py" not in names
+    # The docs harness's tier protocol is the tooling's.
+    assert "ray_serve_npu/fake_npu/tier.py" not in names
     assert [name for name in names if not name.startswith(SHIPPED_TOPS)] == []
+
+
+def test_the_base_install_leaves_the_checkers_dependencies_to_its_extra(
+    wheel: zipfile.ZipFile,
+) -> None:
+    (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    requires = [
+        line.partition(": ")[2]
+        for line in wheel.read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist: ")
+    ]
+    base = [requirement for requirement in requires if "extra ==" not in requirement]
+    check = [requirement for requirement in requires if "extra == 'check'" in requirement]
+    assert base and check
+    for name in ("jsonschema", "markdown-it-py", "mdit-py-plugins"):
+        assert not [r for r in base if r.startswith(name)], (name, base)
+        assert [r for r in check if r.startswith(name)], (name, check)
 
 
 def test_no_shipped_module_imports_the_tooling(wheel: zipfile.ZipFile) -> None:

@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from ray_serve_npu.envs import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
 from ray_serve_npu.fake_npu.processes import free_port
-from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")

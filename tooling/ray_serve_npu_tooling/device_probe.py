@@ -15,7 +15,8 @@ from typing import Any
 
 import ray
 
-from ray_serve_npu.hardware import NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import NPU_RESOURCE
 
 
 def device_probe() -> dict[str, Any]:

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from ray_serve_npu.check import check_paths
     from ray_serve_npu.check.recipe import PROBE_ENV
     from ray_serve_npu.check.rules import available_releases, load_rules
-    from ray_serve_npu.check.vllm_args import vllm_version
+    from ray_serve_npu.vllm_args import vllm_version
 
     # A link to nothing or a loop exists: check_paths reports its stat error.
     missing = [p for p in args.paths if not os.path.lexists(p)]

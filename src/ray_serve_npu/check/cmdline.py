@@ -7,9 +7,9 @@ import re
 import shlex
 from pathlib import PurePath
 
+from ray_serve_npu.check.arguments import apply_serve_argv
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.mounts import docker_mount, short_syntax
-from ray_serve_npu.check.vllm_args import apply_serve_argv
 
 _SEPARATORS = {"&&", "||", ";", "|", "&"}
 # docker run options that take a value (the ones recipes and guides use).

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ray_serve_npu.check.arguments import apply_serve_argv
 from ray_serve_npu.check.cmdline import device_index, serve_argv, split_env
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.mounts import compose_volume
-from ray_serve_npu.check.vllm_args import apply_serve_argv
 from ray_serve_npu.check.yamlnodes import Path
 
 

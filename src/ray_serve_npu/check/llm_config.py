@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ray_serve_npu.check.arguments import apply_engine_kwargs
 from ray_serve_npu.check.model import Deployment, Setting
-from ray_serve_npu.check.vllm_args import apply_engine_kwargs
 
 # The LLMConfig fields the checker reads.
 FIELDS = frozenset(

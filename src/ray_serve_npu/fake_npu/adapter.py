@@ -20,9 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ray_serve_npu.check.vllm_args import engine_fields, serve_flags, suggest
-from ray_serve_npu.fake_npu.tier import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
-from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR, FAKE_PLATFORM_ENV_VAR
+from ray_serve_npu.envs import (
+    DEVICE_RECORD_DIR_ENV_VAR,
+    DRY_RUN_MODEL_ENV_VAR,
+    DRY_RUN_MOE_MODEL_ENV_VAR,
+    FAKE_PLATFORM_ENV_VAR,
+)
+from ray_serve_npu.vllm_args import engine_fields, serve_flags, suggest
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")

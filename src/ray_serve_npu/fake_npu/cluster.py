@@ -33,7 +33,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
-from ray_serve_npu.fake_npu.tier import RAY_AUTH_MODE_ENV_VAR
+from ray_serve_npu.envs import AUTH_TOKEN_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
 
 #: From Ray 2.57, ``ray start --block`` drains its node on SIGTERM, for up to
@@ -88,11 +88,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
-
-
-#: Ray's first token source (the token loader, ray-project/ray
-#: ``src/ray/rpc/authentication/authentication_token_loader.cc``).
-AUTH_TOKEN_ENV_VAR = "RAY_AUTH_TOKEN"
 
 
 def _reload_ray_auth() -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.fake_npu.cluster import FakeNode
 from ray_serve_npu.fake_npu.processes import (
     READY_TIMEOUT_S,
@@ -37,7 +38,7 @@ from ray_serve_npu.fake_npu.processes import (
     start_process_group,
     stop_process_group,
 )
-from ray_serve_npu.hardware import NODE_KINDS, VISIBLE_DEVICES_ENV_VAR
+from ray_serve_npu.hardware import NODE_KINDS
 
 #: What dry-run prints once the recipe answered its check request, with --keep-serving.
 SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"

@@ -12,7 +12,7 @@ passes it (docs/npu-ascend.md, "Which NPU each engine worker sees").
 
 :class:`FakeGPUPlatform` asks Ray for ``GPU`` instead, as vLLM's CUDA platform
 does, so that a benchmark can run Ray Serve LLM's ``gpu`` kind on fake GPUs
-beside the ``npu`` kind (:data:`~ray_serve_npu.fake_npu.vllm_plugins.FAKE_DEVICE_ENV_VAR`).
+beside the ``npu`` kind (:data:`~ray_serve_npu.envs.FAKE_DEVICE_ENV_VAR`).
 
 With ``RAY_SERVE_NPU_FAKE_STEP_PACING`` set, both hold each engine step to an
 NPU's duration (:mod:`ray_serve_npu.fake_npu.npu_pacing`, a simulation).
@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from vllm.platforms.cpu import CpuPlatform
 
-from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, pacing_from_env
+from ray_serve_npu.envs import PACING_ENV_VAR
+from ray_serve_npu.fake_npu.npu_pacing import pacing_from_env
 from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICES, GPU_RESOURCE
 from ray_serve_npu.hardware import NPU_RESOURCE
 

@@ -20,6 +20,12 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ray_serve_npu.envs import (
+    CLIENT_API_KEY_ENV_VAR,
+    DEVICE_RECORD_DIR_ENV_VAR,
+    DRY_RUN_MODEL_ENV_VAR,
+    DRY_RUN_MOE_MODEL_ENV_VAR,
+)
 from ray_serve_npu.fake_npu.adapter import adapt_env, adapt_vllm_serve, log_changes
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.fake_npu.direct import vllm_server_argv
@@ -31,14 +37,8 @@ from ray_serve_npu.fake_npu.processes import (
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.fake_npu.tier import (
-    CLIENT_API_KEY_ENV_VAR,
-    DRY_RUN_MODEL_ENV_VAR,
-    DRY_RUN_MOE_MODEL_ENV_VAR,
-    fresh_api_key,
-)
 from ray_serve_npu.fake_npu.tiny_model import TINY_MOE_SPEC, tiny_model
-from ray_serve_npu.fake_npu.vllm_plugins import DEVICE_RECORD_DIR_ENV_VAR
+from ray_serve_npu.ingress import fresh_api_key
 from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
 
 

@@ -70,10 +70,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ray_serve_npu.envs import PACING_ENV_VAR
+
 logger = logging.getLogger(__name__)
 
-#: Turns the pacing on: ``baseline``, or ``NAME=SECONDS`` pairs separated by commas.
-PACING_ENV_VAR = "RAY_SERVE_NPU_FAKE_STEP_PACING"
 #: The value of :data:`PACING_ENV_VAR` that selects the baseline-derived defaults.
 BASELINE = "baseline"
 

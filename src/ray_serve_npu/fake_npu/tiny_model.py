@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ray_serve_npu.envs import CACHE_DIR_ENV_VAR
+
 #: vLLM's CPU attention supports head sizes 32, 64, 80, 96, 112, 128, 160, 192,
 #: 224, 256 and 512 only (vllm/v1/attention/backends/cpu_attn.py), so the head
 #: size is set explicitly rather than derived from hidden_size / heads.
@@ -130,11 +132,6 @@ def _write_model(spec: TinyModelSpec, vocab_size: int, out: Path) -> None:
         torch_dtype="bfloat16",
     )
     model_cls(config).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
-
-
-#: A directory that outlives one run, where the fake tier keeps its tiny models: nox
-#: sets it under ``build/``, so that sessions and tests build each model once.
-CACHE_DIR_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"
 
 
 def tiny_model(workdir: Path, spec: TinyModelSpec | None = None) -> Path:

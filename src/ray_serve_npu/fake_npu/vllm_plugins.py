@@ -22,13 +22,13 @@ from ray._private.accelerators.nvidia_gpu import (
     NvidiaGPUAcceleratorManager,
 )
 
-from ray_serve_npu.hardware import NPU_RESOURCE, VISIBLE_DEVICES_ENV_VAR
-
-FAKE_PLATFORM_ENV_VAR = "RAY_SERVE_NPU_FAKE_PLATFORM"
-#: The Ray resource the fake platform asks for: a key of :data:`FAKE_DEVICES` (default NPU).
-FAKE_DEVICE_ENV_VAR = "RAY_SERVE_NPU_FAKE_DEVICE"
-#: Where engine processes record the devices Ray gave them (one JSON file per process).
-DEVICE_RECORD_DIR_ENV_VAR = "RAY_SERVE_NPU_DEVICE_RECORD_DIR"
+from ray_serve_npu.envs import (
+    DEVICE_RECORD_DIR_ENV_VAR,
+    FAKE_DEVICE_ENV_VAR,
+    FAKE_PLATFORM_ENV_VAR,
+    VISIBLE_DEVICES_ENV_VAR,
+)
+from ray_serve_npu.hardware import NPU_RESOURCE
 
 
 class FakeDevice(NamedTuple):

@@ -42,13 +42,14 @@ from bench.results import PointResult, write_json
 from bench.runner import run_point
 from pydantic import BaseModel
 
+from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR, PACING_ENV_VAR
 from ray_serve_npu.fake_npu import adapter
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
 from ray_serve_npu.fake_npu.direct import serve_vllm
-from ray_serve_npu.fake_npu.npu_pacing import PACING_ENV_VAR, NPUStepPacing
+from ray_serve_npu.fake_npu.npu_pacing import NPUStepPacing
 from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
-from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICE_ENV_VAR, GPU_RESOURCE
+from ray_serve_npu.fake_npu.vllm_plugins import GPU_RESOURCE
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 from ray_serve_npu_tooling.serve_apps import run_apps
 

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ray_serve_npu.envs import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
     ensure_port_free,
@@ -21,14 +22,8 @@ from ray_serve_npu.fake_npu.processes import (
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.fake_npu.tier import (
-    CLIENT_API_KEY_ENV_VAR,
-    MODEL_PATH_ENV_VAR,
-    RAY_AUTH_MODE_ENV_VAR,
-    Server,
-    Tier,
-    fresh_api_key,
-)
+from ray_serve_npu.ingress import fresh_api_key
+from ray_serve_npu_tooling.harness.tier import Server, Tier
 
 from .server_config import commands
 

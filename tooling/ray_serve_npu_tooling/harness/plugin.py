@@ -19,7 +19,7 @@ import pytest
 from sybil import Document, Example, Region, Sybil
 from sybil.integration.pytest import SybilItem
 
-from ray_serve_npu.fake_npu.tier import Tier
+from ray_serve_npu_tooling.harness.tier import Tier
 
 from ..tiers import RECIPE_TIER_MARKER
 from .blocks import Block, Language, PageItem, read_page

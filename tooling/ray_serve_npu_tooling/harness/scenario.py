@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import pytest
 
-from ray_serve_npu.fake_npu.tier import Server, Tier
+from ray_serve_npu_tooling.harness.tier import Server, Tier
 
 from .blocks import Block, Language
 from .markers import MarkerKind

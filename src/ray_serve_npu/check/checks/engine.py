@@ -12,7 +12,7 @@ from ray_serve_npu.check.checks.common import as_dict, engine_int, finding
 from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.model import MISSING, VALUE_TYPES, Deployment, ParsedFile, truthy
 from ray_serve_npu.check.rules import Rule, RuleSet
-from ray_serve_npu.check.vllm_args import vllm_version
+from ray_serve_npu.vllm_args import vllm_version
 
 
 def check_vllm_flags(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:

@@ -1,80 +1,17 @@
-"""``vllm serve`` flags and engine keywords, judged by vLLM's own parser where vLLM imports."""
+"""Fill a :class:`~ray_serve_npu.check.model.Deployment` from ``vllm serve`` argv or engine_kwargs.
+
+Flags are judged by vLLM's own parser where vLLM imports (:mod:`ray_serve_npu.vllm_args`).
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import difflib
 import json
-from functools import cache
 from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError
-
-
-class _ParseError(Exception):
-    pass
-
-
-@cache
-def _parser() -> argparse.ArgumentParser | None:
-    try:
-        # vLLM 0.29 moved the serve parser here from vllm.entrypoints.openai.cli_args.
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError:
-        try:
-            from vllm.entrypoints.openai.cli_args import make_arg_parser
-            from vllm.utils.argparse_utils import FlexibleArgumentParser
-        except ImportError:
-            return None
-
-    class RaisingParser(FlexibleArgumentParser):
-        # argparse exits on a bad value; the checker reports it instead.
-        def error(self, message: str) -> Any:  # type: ignore[override]
-            raise _ParseError(message)
-
-    return make_arg_parser(RaisingParser())
-
-
-def serve_flags() -> frozenset[str] | None:
-    """Every option string of ``vllm serve``'s parser, or None if vLLM does not import."""
-    parser = _parser()
-    return None if parser is None else frozenset(parser._option_string_actions)
-
-
-def vllm_version() -> str | None:
-    """The version of the vLLM whose parser judges flags, or None if vLLM does not import."""
-    if _parser() is None:
-        return None
-    import vllm
-
-    return str(vllm.__version__)
-
-
-@cache
-def engine_fields() -> frozenset[str] | None:
-    """Keywords Ray Serve LLM accepts in engine_kwargs: vLLM's AsyncEngineArgs and
-    FrontendArgs fields (ray/llm/_internal/serve/engines/vllm/vllm_models.py:216-228)."""
-    try:
-        from vllm.engine.arg_utils import AsyncEngineArgs
-
-        try:
-            from vllm.entrypoints.launchers.cli_args import FrontendArgs
-        except ImportError:
-            from vllm.entrypoints.openai.cli_args import FrontendArgs
-    except ImportError:
-        return None
-    return frozenset(
-        f.name for cls in (AsyncEngineArgs, FrontendArgs) for f in dataclasses.fields(cls)
-    )
-
-
-def suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
-    """The candidate ``name`` looks like a misspelling of, if one is close enough."""
-    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
-    return close[0] if close else None
+from ray_serve_npu.vllm_args import ParseError, engine_fields, serve_parser, suggest
 
 
 def _plain_value(token: str) -> Any:
@@ -111,7 +48,7 @@ def _not_serving(name: str, line: int) -> InputError:
 
 def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
     """Fill ``deployment`` from the tokens after ``vllm serve``."""
-    parser = _parser()
+    parser = serve_parser()
     options: dict[str, argparse.Action] = parser._option_string_actions if parser else {}
 
     def is_option(text: str) -> bool:
@@ -162,7 +99,7 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
         argv = [str(t.value) for t in group]
         try:
             namespace = parser.parse_args(argv)
-        except _ParseError as error:
+        except ParseError as error:
             deployment.invalid_values.append((Setting(value=name, line=flag.line), str(error)))
             continue
         deployment.engine[action.dest] = Setting(

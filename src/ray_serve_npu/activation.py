@@ -1,0 +1,182 @@
+"""Activating the npu kind in a process: the switch, the key policy, the version guard, the patches.
+
+The import hook (``ray_serve_npu_autoload``) calls ``target_executed`` each time a
+Ray Serve LLM module that the ledger (:mod:`ray_serve_npu.patches`) patches has
+executed. The first call checks the installed Ray against
+:data:`ray_serve_npu.compat.SUPPORTED_RAY`; every call applies the ledger's patches
+that the loaded modules still lack. So ``LLMConfig(accelerator_config={"kind": "npu"})``
+works without importing ``ray_serve_npu`` first, and importing ``ray_serve_npu`` (or
+any of its data modules) patches nothing.
+
+Set ``RAY_SERVE_NPU_DISABLE=1`` to turn the plugin off: it then patches nothing and
+checks no Ray version, and only logs, once per process, that the npu kind is not
+available. With an API key set as well, that is an error, since turning the plugin off
+would also turn the key off.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+from ray_serve_npu.envs import API_KEY_ENV_VAR, DISABLE_ENV_VAR, DRY_RUN_MODEL_ENV_VAR
+from ray_serve_npu.patches import PATCH_MODULES, PATCHES, TARGET_MODULES, Patch
+
+logger = logging.getLogger("ray_serve_npu")
+
+#: Set on a patched Ray module: the ledger's patchers applied to it.
+APPLIED = "__ray_serve_npu_patches__"
+#: The plugin's modules that import Ray Serve LLM's targets while they load: a target
+#: that executes while one of them is still loading waits for it.
+_PLUGIN_MODULES = ("ray_serve_npu.accelerators", "ray_serve_npu.patches.widening", *PATCH_MODULES)
+
+_checked_ray = False
+_warned_disabled = False
+
+
+class DisabledWithApiKeyError(RuntimeError):
+    """The plugin is switched off while an API key is set."""
+
+
+def disabled() -> bool:
+    return os.environ.get(DISABLE_ENV_VAR, "") not in ("", "0")
+
+
+def _stay_off() -> None:
+    """Raise :class:`DisabledWithApiKeyError` if a key is set, else say once the plugin is off.
+
+    The key is the plugin's: switched off, it would serve an open endpoint.
+    """
+    global _warned_disabled
+    if API_KEY_ENV_VAR in os.environ:
+        raise DisabledWithApiKeyError(
+            f"{DISABLE_ENV_VAR} turns ray-serve-npu off, and with it the API key in "
+            f"{API_KEY_ENV_VAR}: the OpenAI endpoint would accept requests without the key. "
+            f"Fix: unset {DISABLE_ENV_VAR} to serve with the key, or unset "
+            f"{API_KEY_ENV_VAR} too to serve without the plugin and without a key."
+        )
+    if not _warned_disabled:
+        logger.warning(
+            "ray_serve_npu is disabled by %s: the npu kind is not available.", DISABLE_ENV_VAR
+        )
+        _warned_disabled = True
+
+
+def _check_ray_once() -> None:
+    """Fail with the fix on an untested Ray, rather than deep inside Serve (first call only)."""
+    global _checked_ray
+    if _checked_ray:
+        return
+    import ray
+
+    from ray_serve_npu import accelerators
+    from ray_serve_npu.compat import check_ray_version, installed_vllm_version
+
+    check_ray_version(ray.__version__, installed_vllm_version())
+    if accelerators.RAY_HAS_NPU_KIND:
+        logger.info(
+            "Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge and "
+            "adds only the OpenAI ingress's API key, failure answers and 404, and the "
+            "API key of direct streaming."
+        )
+    _checked_ray = True
+
+
+def patches_for_this_process() -> tuple[Patch, ...]:
+    """The ledger's patches this process needs.
+
+    The npu kind's step aside where Ray Serve LLM has an npu kind of its own; the
+    ingress's and the direct-streaming builder's hold for every kind, so a key set
+    never goes unenforced. The fake tier's apply only where the fake tier is on.
+    """
+    from ray_serve_npu import accelerators
+
+    fake_tier = bool(os.environ.get(DRY_RUN_MODEL_ENV_VAR))
+    return tuple(
+        patch
+        for patch in PATCHES
+        if not (patch.npu_kind and accelerators.RAY_HAS_NPU_KIND)
+        and (fake_tier or not patch.fake_tier)
+    )
+
+
+def _partly_imported(name: str) -> bool:
+    """Whether ``name`` is in ``sys.modules`` but its code is still running."""
+    spec = getattr(sys.modules.get(name), "__spec__", None)
+    # importlib sets it while the module executes; CPython's own import lock reads it.
+    return bool(getattr(spec, "_initializing", False))
+
+
+def _patch_module(name: str, patches: tuple[Patch, ...]) -> bool:
+    """Apply to the loaded module ``name`` the ``patches`` it lacks, in ledger order.
+
+    Returns whether pydantic models had to be rebuilt (the module was loaded
+    before the plugin activated).
+    """
+    module = sys.modules[name]
+    applied: frozenset[str] = getattr(module, APPLIED, frozenset())
+    rebuilt = False
+    for patch in patches:
+        if patch.target != name or patch.patcher in applied:
+            continue
+        patcher = getattr(importlib.import_module(patch.module), patch.function)
+        rebuilt |= bool(patcher(module))
+        applied |= {patch.patcher}
+        setattr(module, APPLIED, applied)
+        logger.debug("ray_serve_npu: %s applied to %s", patch.patcher, name)
+    return rebuilt
+
+
+def _patch_loaded_modules(executed: str | None = None) -> None:
+    """Patch every target module already loaded, in ledger order.
+
+    ``executed`` has just run its code (the hook's call); any other module whose code
+    is still running is left to the hook, which calls again once it completes.
+    """
+    from ray_serve_npu.patches.widening import rebuild_models_that_embed_configs
+
+    patches = patches_for_this_process()
+    rebuilt = False
+    for name in TARGET_MODULES:
+        if name in sys.modules and (name == executed or not _partly_imported(name)):
+            rebuilt |= _patch_module(name, patches)
+    if rebuilt:
+        rebuild_models_that_embed_configs()
+
+
+def target_executed(name: str) -> None:
+    """The import hook's call: the target module ``name`` has just executed."""
+    if any(_partly_imported(module) for module in _PLUGIN_MODULES):
+        # A module of the plugin imported Ray Serve LLM while it loads: patching needs
+        # that module complete. The next target or activate() call patches this one.
+        return
+    if disabled():
+        _stay_off()
+        return
+    _check_ray_once()
+    _patch_loaded_modules(executed=name)
+
+
+def activate() -> None:
+    """Make the npu kind available in this process.
+
+    An installed plugin needs no call: its import hook activates it when Ray Serve
+    LLM loads. Call it where the ``.pth`` hook does not run (the package on
+    ``PYTHONPATH`` rather than installed). It raises
+    :class:`~ray_serve_npu.compat.UnsupportedRayError` on a Ray outside the supported
+    range, then imports the Ray Serve LLM modules the ledger patches and applies the
+    patches this process needs. Where Ray Serve LLM has an npu kind of its own, it
+    patches only the OpenAI ingress (API key, failure answers and stream error
+    events, 404 naming the served models) and the API key of direct streaming.
+    Calling it again applies only what is missing, such as the fake tier's patch once
+    the fake tier is on.
+    """
+    if disabled():
+        _stay_off()
+        return
+    _check_ray_once()
+    for name in TARGET_MODULES:
+        importlib.import_module(name)
+    _patch_loaded_modules()

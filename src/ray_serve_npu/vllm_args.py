@@ -1,0 +1,78 @@
+"""``vllm serve`` flags and engine keywords: what vLLM's own parser accepts, where vLLM imports.
+
+The checker (:mod:`ray_serve_npu.check.arguments`) judges flags with it, and the
+fake-NPU tier's adapter (:mod:`ray_serve_npu.fake_npu.adapter`) keeps only the flags
+it accepts. Nothing here imports vLLM until asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+from functools import cache
+from typing import Any
+
+
+class ParseError(Exception):
+    """vLLM's parser refused a value."""
+
+
+@cache
+def serve_parser() -> argparse.ArgumentParser | None:
+    try:
+        # vLLM 0.29 moved the serve parser here from vllm.entrypoints.openai.cli_args.
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        try:
+            from vllm.entrypoints.openai.cli_args import make_arg_parser
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:
+            return None
+
+    class RaisingParser(FlexibleArgumentParser):
+        # argparse exits on a bad value; the checker reports it instead.
+        def error(self, message: str) -> Any:  # type: ignore[override]
+            raise ParseError(message)
+
+    return make_arg_parser(RaisingParser())
+
+
+def serve_flags() -> frozenset[str] | None:
+    """Every option string of ``vllm serve``'s parser, or None if vLLM does not import."""
+    parser = serve_parser()
+    return None if parser is None else frozenset(parser._option_string_actions)
+
+
+def vllm_version() -> str | None:
+    """The version of the vLLM whose parser judges flags, or None if vLLM does not import."""
+    if serve_parser() is None:
+        return None
+    import vllm
+
+    return str(vllm.__version__)
+
+
+@cache
+def engine_fields() -> frozenset[str] | None:
+    """Keywords Ray Serve LLM accepts in engine_kwargs: vLLM's AsyncEngineArgs and
+    FrontendArgs fields (ray/llm/_internal/serve/engines/vllm/vllm_models.py:216-228)."""
+    try:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+
+        try:
+            from vllm.entrypoints.launchers.cli_args import FrontendArgs
+        except ImportError:
+            from vllm.entrypoints.openai.cli_args import FrontendArgs
+    except ImportError:
+        return None
+    return frozenset(
+        f.name for cls in (AsyncEngineArgs, FrontendArgs) for f in dataclasses.fields(cls)
+    )
+
+
+def suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
+    """The candidate ``name`` looks like a misspelling of, if one is close enough."""
+    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
+    return close[0] if close else None
