@@ -7,12 +7,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from checker_data import ROOT
 
 from ray_serve_npu.check import run_rules
 from ray_serve_npu.check.checks import CHECKS
 from ray_serve_npu.check.model import ParsedFile
-from ray_serve_npu.check.rules import RULES_DIR, available_releases, load_rules
+from ray_serve_npu.check.rules import (
+    BASE_FILE,
+    RELEASE_TOKEN,
+    RULES_DIR,
+    available_releases,
+    load_rules,
+)
 from ray_serve_npu.releases import RELEASES
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -132,11 +139,89 @@ PLANTED_MISTAKES = {
 }
 
 
+def _planted(tmp_path: Path, release: str, old: str, new: str, name: str) -> Path:
+    """The base and ``release``'s file, copied to ``tmp_path`` (the release's as ``name``),
+    with ``old`` replaced by ``new`` in the one of them that holds it."""
+    files = {BASE_FILE: BASE_FILE, f"{release}.yaml": f"{name}.yaml"}
+    holders = [source for source in files if old in (RULES_DIR / source).read_text()]
+    assert len(holders) == 1, (old, holders)
+    for source, target in files.items():
+        text = (RULES_DIR / source).read_text()
+        (tmp_path / target).write_text(text.replace(old, new) if source in holders else text)
+    return tmp_path
+
+
 @pytest.mark.parametrize("mistake", list(PLANTED_MISTAKES))
 def test_a_rule_file_with_a_planted_mistake_is_refused(tmp_path: Path, mistake: str) -> None:
     release, old, new, name, says = PLANTED_MISTAKES[mistake]
-    text = (RULES_DIR / f"{release}.yaml").read_text()
-    assert old in text
-    (tmp_path / f"{name}.yaml").write_text(text.replace(old, new))
+    rules_dir = _planted(tmp_path, release, old, new, name)
     with pytest.raises(ValueError, match=re.escape(says)):
-        load_rules(name, tmp_path)
+        load_rules(name, rules_dir)
+
+
+#: Mistakes of the layout itself: (text of v0.23.0.yaml, its replacement, what the
+#: refusal says).
+LAYOUT_MISTAKES = {
+    "rule-not-in-base": (
+        "  vllm-invalid-value:\n",
+        "  vllm-invalid-valu:\n",
+        "rules vllm-invalid-valu are not in base.yaml",
+    ),
+    "check-set-per-release": (
+        "  vllm-invalid-value:\n    source:\n",
+        "  vllm-invalid-value:\n    check: vllm_flags\n    source:\n",
+        "rules.vllm-invalid-value: check can't differ per release; set them in base.yaml",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(LAYOUT_MISTAKES))
+def test_a_release_file_sets_only_what_may_differ_for_rules_of_the_base(
+    tmp_path: Path, mistake: str
+) -> None:
+    old, new, says = LAYOUT_MISTAKES[mistake]
+    rules_dir = _planted(tmp_path, "v0.23.0", old, new, "v0.23.0")
+    with pytest.raises(ValueError, match=re.escape(says)):
+        load_rules("v0.23.0", rules_dir)
+
+
+def test_a_rule_a_release_leaves_out_is_refused(tmp_path: Path) -> None:
+    text = (RULES_DIR / "v0.23.0.yaml").read_text()
+    start = text.index("  vllm-invalid-value:\n")
+    end = text.index("\n  additional-config-unknown-key:\n")
+    rules_dir = _planted(tmp_path, "v0.23.0", text[start:end], "", "v0.23.0")
+    with pytest.raises(ValueError, match="no entry for vllm-invalid-value; every rule needs"):
+        load_rules("v0.23.0", rules_dir)
+
+
+@pytest.mark.parametrize("release", available_releases())
+def test_a_release_file_holds_only_what_differs_from_the_base(release: str) -> None:
+    base = {
+        rule["id"]: rule for rule in yaml.safe_load((RULES_DIR / BASE_FILE).read_text())["rules"]
+    }
+    own = yaml.safe_load((RULES_DIR / f"{release}.yaml").read_text())["rules"]
+    repeated = []
+    for rule_id, fields in own.items():
+        for field, value in fields.items():
+            held = base[rule_id].get(field)
+            if field == "params":
+                repeated += [
+                    f"{rule_id}.params.{key}"
+                    for key, param in value.items()
+                    if (held or {}).get(key) == param
+                ]
+            elif isinstance(held, str) and held.replace(RELEASE_TOKEN, release) == value:
+                repeated.append(f"{rule_id}.{field}")
+            elif held == value:
+                repeated.append(f"{rule_id}.{field}")
+    assert repeated == [], f"{release}.yaml repeats what {BASE_FILE} holds"
+
+
+def test_the_base_names_the_release_where_a_text_says_which() -> None:
+    (base,) = [
+        rule
+        for rule in yaml.safe_load((RULES_DIR / BASE_FILE).read_text())["rules"]
+        if rule["id"] == "env-flashcomm1-deprecated"
+    ]
+    assert f"still works in {RELEASE_TOKEN}" in base["what"]
+    assert "still works in v0.23.0 " in load_rules("v0.23.0").rule(base["id"]).what

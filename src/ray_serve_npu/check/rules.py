@@ -1,4 +1,12 @@
-"""Rule files: one YAML file per vLLM-Ascend release, in ``rules/``."""
+"""Rule files: every rule once in ``rules/base.yaml``, and what differs per release beside it.
+
+``base.yaml`` holds each rule with what it checks: its id, severity, check, what, fix
+and the parameters every release shares. ``rules/<tag>.yaml`` holds, for each rule,
+the release's citation (``source``, traced at that tag) and only the fields that
+differ at that tag: a ``severity``, ``what`` or ``fix`` of its own, parameters of its
+own (merged key by key over the base's), or ``not_applicable``. ``{release}`` in a
+base text stands for the release's tag.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +29,12 @@ from ray_serve_npu.check.model import VALUE_TYPES, split_path
 from ray_serve_npu.releases import RELEASES
 
 RULES_DIR = Path(__file__).parent / "rules"
+#: The file of every rule, in RULES_DIR; every other file there is one release's.
+BASE_FILE = "base.yaml"
+#: Stands in a base rule's text for the tag of the release it judges.
+RELEASE_TOKEN = "{release}"
+#: The fields a release's file may set for a rule (``id`` and ``check`` are the base's).
+RELEASE_FIELDS = frozenset({"severity", "what", "fix", "params", "source", "not_applicable"})
 #: The repository whose tags the rule files are named after.
 RELEASE_REPO = "vllm-project/vllm-ascend"
 
@@ -151,22 +165,73 @@ def _conditions(params: Any) -> list[dict[str, Any]]:
 
 
 def available_releases(rules_dir: Path = RULES_DIR) -> list[str]:
-    return sorted(p.stem for p in rules_dir.glob("*.yaml"))
+    return sorted(p.stem for p in rules_dir.glob("*.yaml") if p.name != BASE_FILE)
+
+
+def _mapping(data: Any, path: Path, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: {what} must be a mapping, not {type(data).__name__}")
+    return data
+
+
+def _merged(base: dict[str, Any], own: dict[str, Any], release: str) -> dict[str, Any]:
+    """One release's rule: the base rule, its texts naming the release, then what the
+    release's file sets (its parameters merged key by key over the base's)."""
+    rule = {
+        key: value.replace(RELEASE_TOKEN, release) if isinstance(value, str) else value
+        for key, value in base.items()
+    }
+    for key, value in own.items():
+        if key == "params":
+            rule["params"] = {**rule.get("params", {}), **value}
+        else:
+            rule[key] = value
+    return rule
 
 
 @cache
 def load_rules(release: str, rules_dir: Path = RULES_DIR) -> RuleSet:
     path = rules_dir / f"{release}.yaml"
-    if not path.is_file():
+    if path.name == BASE_FILE or not path.is_file():
         known = ", ".join(available_releases(rules_dir)) or "none"
         raise FileNotFoundError(
             f"release: no rule file for vLLM-Ascend {release!r} in {rules_dir}; "
             f"the checker has rules for {known}. Add {path.name} to check that release"
         )
+    base_path = rules_dir / BASE_FILE
+    base_rules = _mapping(yaml.safe_load(base_path.read_text()), base_path, "the file")["rules"]
+    data = _mapping(yaml.safe_load(path.read_text()), path, "the file")
+    own_rules = _mapping(data.get("rules"), path, "rules")
+    base_ids = [rule["id"] for rule in base_rules]
+    unknown = sorted(set(own_rules) - set(base_ids))
+    if unknown:
+        raise ValueError(
+            f"{path}: rules {', '.join(unknown)} are not in {BASE_FILE}; add each rule there "
+            "once, with what it checks, and here only what differs at this release"
+        )
+    for rule_id, own in own_rules.items():
+        extra = sorted(set(_mapping(own, path, f"rules.{rule_id}")) - RELEASE_FIELDS)
+        if extra:
+            raise ValueError(
+                f"{path}: rules.{rule_id}: {', '.join(extra)} can't differ per release; "
+                f"set them in {BASE_FILE}"
+            )
+    missing = [rule_id for rule_id in base_ids if rule_id not in own_rules]
+    if missing:
+        raise ValueError(
+            f"{path}: no entry for {', '.join(missing)}; every rule needs its source traced "
+            f"at {release} (rules.<id>.source), or not_applicable with why"
+        )
+    merged = {
+        "release": data.get("release"),
+        "rules": [_merged(base, own_rules[base["id"]], release) for base in base_rules],
+    }
     try:
-        ruleset = RuleSet.model_validate(yaml.safe_load(path.read_text()))
+        ruleset = RuleSet.model_validate(merged)
     except ValidationError as error:
-        raise ValueError(f"{path}: the rule file does not fit the rule model: {error}") from None
+        raise ValueError(
+            f"{path} over {BASE_FILE}: the rules do not fit the rule model: {error}"
+        ) from None
     if ruleset.release != release:
         raise ValueError(f"{path}: release is {ruleset.release!r}; it must match the file name")
     return ruleset
