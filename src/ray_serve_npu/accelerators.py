@@ -2,9 +2,9 @@
 
 The classes follow the contract of Ray Serve LLM's own kinds in
 ``ray/llm/_internal/serve/core/configs/accelerators.py`` (``AcceleratorConfig``,
-``AcceleratorBackend``). The functions are the rules that :mod:`ray_serve_npu._patch`
-plugs into ``LLMConfig``; they are plain functions so that they can be tested
-without a Ray cluster.
+``AcceleratorBackend``). The functions are the rules that the patches of ``LLMConfig``
+and of the vLLM engine config (``ray_serve_npu.patches``) plug in; they are plain
+functions so that they can be tested without a Ray cluster.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ logger = logging.getLogger("ray_serve_npu")
 
 #: Set on a patched Ray module: the ledger's patchers applied to it.
 APPLIED = "__ray_serve_npu_patches__"
-#: The plugin's modules that import Ray Serve LLM's targets while they load: a target
-#: that executes while one of them is still loading waits for it.
+#: The plugin's modules that activation imports: a target that executes while one of
+#: them is still loading (it imported Ray Serve LLM) waits for it to complete.
 _PLUGIN_MODULES = ("ray_serve_npu.accelerators", "ray_serve_npu.patches.widening", *PATCH_MODULES)
 
 _checked_ray = False
@@ -78,8 +78,8 @@ def _check_ray_once() -> None:
     if accelerators.RAY_HAS_NPU_KIND:
         logger.info(
             "Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge and "
-            "adds only the OpenAI ingress's API key, failure answers and 404, and the "
-            "API key of direct streaming."
+            "adds only the OpenAI ingress's API key, failure answers and 404, the API key "
+            "of direct streaming, and on the fake-NPU tier its adapter."
         )
     _checked_ray = True
 
@@ -166,10 +166,11 @@ def activate() -> None:
     LLM loads. Call it where the ``.pth`` hook does not run (the package on
     ``PYTHONPATH`` rather than installed). It raises
     :class:`~ray_serve_npu.compat.UnsupportedRayError` on a Ray outside the supported
-    range, then imports the Ray Serve LLM modules the ledger patches and applies the
-    patches this process needs. Where Ray Serve LLM has an npu kind of its own, it
-    patches only the OpenAI ingress (API key, failure answers and stream error
-    events, 404 naming the served models) and the API key of direct streaming.
+    range, then imports the Ray Serve LLM modules the ledger patches (the vLLM
+    engine's only where vLLM is installed) and applies the patches this process needs.
+    Where Ray Serve LLM has an npu kind of its own, it patches only the OpenAI ingress
+    (API key, failure answers and stream error events, 404 naming the served models),
+    the API key of direct streaming and, on the fake-NPU tier, the tier's adapter.
     Calling it again applies only what is missing, such as the fake tier's patch once
     the fake tier is on.
     """
@@ -178,5 +179,11 @@ def activate() -> None:
         return
     _check_ray_once()
     for name in TARGET_MODULES:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            # Ray Serve LLM's vLLM engine config imports vLLM, which a process that
+            # builds apps need not have; the hook patches it if vLLM comes later.
+            if not (error.name or "").startswith("vllm"):
+                raise
     _patch_loaded_modules()

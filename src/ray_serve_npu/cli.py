@@ -49,7 +49,9 @@ def missing_requirements(extra: str, distribution: str = "ray-serve-npu") -> lis
     for line in requires:
         requirement = Requirement(line)
         marker = requirement.marker
-        if marker is None or not marker.evaluate({"extra": extra}):
+        # Only requirements of an extra: one with another marker (a Python version)
+        # would evaluate true for any extra.
+        if marker is None or "extra" not in str(marker) or not marker.evaluate({"extra": extra}):
             continue
         try:
             found = importlib.metadata.version(requirement.name)

@@ -1,10 +1,12 @@
-"""Every environment variable ray-serve-npu reads or sets, by name.
+"""The names of ray-serve-npu's environment variables, and of the others it reads.
 
 One module, standard library only, as ``vllm/envs.py`` and ``vllm_ascend/envs.py``
-keep theirs: the import hook, the ingress, the fake-NPU tier and the checker import
-the names from here, so none of them imports another for a name, and a test holds
-every ``RAY_SERVE_NPU_*`` name in ``src/`` to this module. The modules that read a
-variable say what its values mean.
+keep theirs: activation, the ingress and the fake-NPU tier import the names from
+here, so none of them imports another for a name, and a test holds every
+``RAY_SERVE_NPU_*`` name in ``src/`` (in code and in messages, not in docstrings) to
+this module. The modules that read a variable say what its values mean. Ray's own
+settings that the fake tier's cluster sets for its nodes stay beside it
+(``ray_serve_npu.fake_npu.cluster``).
 """
 
 from __future__ import annotations

@@ -82,9 +82,8 @@ def test_npu_config_survives_cloudpickle_into_a_fresh_process() -> None:
         # hook fires while they are half-imported and must wait for them.
         "from ray_serve_npu import NPUConfig",
         "import ray_serve_npu.patches.llm_config",
-        "import ray_serve_npu.patches.ingress",
     ],
-    ids=["ray-only", "plugin-names-first", "patch-module-first", "ingress-patch-first"],
+    ids=["ray-only", "plugin-names-first", "patch-module-first"],
 )
 def test_dict_form_works_in_a_process_that_never_activates_the_plugin(before: str) -> None:
     # The import hook of ray_serve_npu_autoload.pth; imported by hand here, as
@@ -232,6 +231,30 @@ def test_the_hook_imports_only_the_standard_library() -> None:
     }
     assert top_level <= set(sys.stdlib_module_names) | {"__future__"}, top_level
     assert len(inspect.getsource(ray_serve_npu_autoload).splitlines()) < 120
+
+
+@pytest.mark.parametrize("fake_tier", [True, False], ids=["fake-tier", "off"])
+def test_a_process_started_on_the_fake_tier_gets_its_patch_through_the_hook(
+    fake_tier: bool,
+) -> None:
+    env = {envs.DRY_RUN_MODEL_ENV_VAR: "/tmp/tiny"} if fake_tier else {}
+    code = f"""
+        import ray_serve_npu_autoload
+        from ray.llm._internal.serve.core.server import llm_server
+        print(sorted(getattr(llm_server, {activation.APPLIED!r})))
+        """
+    # The pytest process may have the variable; the child has it only where asked.
+    environ = {k: v for k, v in os.environ.items() if k != envs.DRY_RUN_MODEL_ENV_VAR}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        env={**environ, **env},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    applied = result.stdout.decode().splitlines()[-1]
+    assert "ray_serve_npu.patches.llm_server:drop_zero_gpu" in applied
+    assert ("ray_serve_npu.patches.llm_server:adapt_for_fake_tier" in applied) == fake_tier
 
 
 def test_the_fake_tier_patch_is_applied_only_where_the_fake_tier_is_on(

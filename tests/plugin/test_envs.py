@@ -26,12 +26,12 @@ def _names_written_out(path: Path) -> list[str]:
         and isinstance(node.body[0], ast.Expr)
     }
     return [
-        f"{path.relative_to(SRC)}:{node.lineno}: {node.value}"
+        f"{path.relative_to(SRC)}:{node.lineno}: {OWN_NAME.search(node.value).group()}"
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in docstrings
-        and OWN_NAME.fullmatch(node.value)
+        and OWN_NAME.search(node.value)
     ]
 
 

@@ -380,7 +380,7 @@ def _data_parallel_model(
         raise ValueError(
             f"{field} > 1 needs a mixture-of-experts model (vLLM refuses data parallel for a "
             "dense one). Fix: pass moe_model_dir (the fake tier sets "
-            f"RAY_SERVE_NPU_DRY_RUN_MOE_MODEL), or run the config with {field} 1."
+            f"{DRY_RUN_MOE_MODEL_ENV_VAR}), or run the config with {field} 1."
         )
     return moe_model_dir
 

@@ -67,7 +67,8 @@ def adaptation_env(model_dir: Path, moe_model_dir: Path | None, record_dir: Path
 
 
 class FakeNPUTier:
-    """Implements :class:`ray_serve_npu.fake_npu.tier.Tier` on a :class:`FakeNPUCluster`."""
+    """Runs a page's server blocks on a :class:`FakeNPUCluster`: the tier protocol of the
+    docs harness, which lives in the repository's tooling, not in this package."""
 
     name = "fake-npu"
     fake = True

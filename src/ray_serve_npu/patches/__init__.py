@@ -1,14 +1,14 @@
 """The ledger: every change ray-serve-npu makes to Ray Serve LLM, why, and when it goes.
 
 Read this first. One module of this package patches each Ray Serve LLM module
-(its *target*), named after it, and opens with the upstream change it stands in
-for and the Ray after which it goes. ``PATCHES`` lists every patch in the
+(its *target*), named after it, and opens with why, the upstream change it stands
+in for, and when it goes. ``PATCHES`` lists every patch in the
 order they are applied: each target is patched after the targets it imports.
 
 The import hook (``ray_serve_npu_autoload``, a finder and nothing else) watches
 the targets; :mod:`ray_serve_npu.activation` applies what this ledger lists. The
-ledger itself is data: standard library only, so the hook's test, the docs and
-the checker read it without Ray.
+ledger itself is data, standard library only, so that the hook's test reads it
+without Ray.
 """
 
 from __future__ import annotations
