@@ -49,9 +49,10 @@ def missing_requirements(extra: str, distribution: str = "ray-serve-npu") -> lis
     for line in requires:
         requirement = Requirement(line)
         marker = requirement.marker
-        # Only requirements of an extra: one with another marker (a Python version)
-        # would evaluate true for any extra.
-        if marker is None or "extra" not in str(marker) or not marker.evaluate({"extra": extra}):
+        # Only requirements of this extra: a marker that holds without it (a Python
+        # version) belongs to no extra.
+        of_extra = marker is not None and not marker.evaluate({"extra": ""})
+        if not of_extra or not marker.evaluate({"extra": extra}):
             continue
         try:
             found = importlib.metadata.version(requirement.name)

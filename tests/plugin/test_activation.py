@@ -38,13 +38,17 @@ from ray_serve_npu.compat import (
 from ray_serve_npu.patches import NPU_KIND_PR, PATCH_MODULES, PATCHES, TARGET_MODULES
 
 
-def _run_python(code: str, *, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
-    """Run ``code`` in a new interpreter that has imported nothing of ours."""
+def _run_python(
+    code: str, *, stdin: bytes = b"", unset: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``code`` in a new interpreter that has imported nothing of ours, in this
+    process's environment without ``unset`` and with ``env``."""
+    kept = {name: value for name, value in os.environ.items() if name not in unset}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         input=stdin,
         capture_output=True,
-        env={**os.environ, **env},
+        env={**kept, **env},
         timeout=300,
     )
 
@@ -238,18 +242,15 @@ def test_a_process_started_on_the_fake_tier_gets_its_patch_through_the_hook(
     fake_tier: bool,
 ) -> None:
     env = {envs.DRY_RUN_MODEL_ENV_VAR: "/tmp/tiny"} if fake_tier else {}
-    code = f"""
+    # The pytest process may have the variable; the child has it only where asked.
+    result = _run_python(
+        f"""
         import ray_serve_npu_autoload
         from ray.llm._internal.serve.core.server import llm_server
         print(sorted(getattr(llm_server, {activation.APPLIED!r})))
-        """
-    # The pytest process may have the variable; the child has it only where asked.
-    environ = {k: v for k, v in os.environ.items() if k != envs.DRY_RUN_MODEL_ENV_VAR}
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        env={**environ, **env},
-        timeout=300,
+        """,
+        unset=(envs.DRY_RUN_MODEL_ENV_VAR,),
+        **env,
     )
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     applied = result.stdout.decode().splitlines()[-1]
