@@ -1,38 +1,41 @@
 """End to end on the fake-NPU tier: real Ray, Ray Serve LLM, vLLM (CPU build) and HTTP;
 fake NPU resources and a tiny random model.
 
-The app is the site's own recipe, recipes/serve_npu.py, served the way a reader
-dry-runs it: ``ray-serve-npu dry-run serve_npu.py --keep-serving`` starts a fake
-cluster under Ray's token authentication, runs the recipe as its page does and keeps it
-up; these tests send their requests to it, connect drivers to its cluster with and
-without the token, and the last one stops it with Ctrl+C, as a reader would. One
-cluster and one engine serve the whole module.
+The app is the site's own recipe, recipes/serve_npu.py, served by the block of
+docs/npu-ascend.md that serves it, on the fake tier the pages run on, under Ray's token
+authentication and with the API key the page exports. These tests need that server up
+and no other: with ``--run-recipes`` they run right after the page and join the server
+it leaves up (``fake_tier_servers``); run alone, they start it themselves.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
-from dry_runs import RECIPES, dry_run_serving, serving_cluster
+from dry_runs import RECIPES
 from openai import OpenAI
+from ray_serve_npu_tooling.harness.blocks import named_block
+from ray_serve_npu_tooling.harness.server_config import server_config
+from ray_serve_npu_tooling.harness.servers import ServerKeeper
+from ray_serve_npu_tooling.harness.tier import Server
 
 from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
+from ray_serve_npu.fake_npu.fake_tier import FakeNPUTier
+from ray_serve_npu.fake_npu.vllm_plugins import engine_worker_records
 
 MODEL_ID = "deepseek-v4-flash"
-BASE_URL = "http://127.0.0.1:8000"
-READY_TIMEOUT_S = 600
-STOP_TIMEOUT_S = 180
+DOCS = RECIPES.parent / "docs"
+#: The page whose server these tests join, and the name of its block that serves the app.
+PAGE = "docs/npu-ascend.md"
+APP_RUN = "app_run"
 
-pytestmark = pytest.mark.fake_npu
+pytestmark = [pytest.mark.fake_npu, pytest.mark.joins_page(PAGE)]
 
 DRIVER = "import ray; ray.init(logging_level='ERROR'); print('connected', len(ray.nodes()))"
 #: Ray's driver retries the GCS about once a second, 20 times by default
@@ -44,16 +47,32 @@ REFUSED = "Authentication token is missing or incorrect"
 
 
 @pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DryRunProcess]:
-    with dry_run_serving(
-        ["serve_npu.py"], tmp_path_factory, ready_timeout_s=READY_TIMEOUT_S
-    ) as run:
-        yield run
+def tier(fake_tier_servers: ServerKeeper) -> FakeNPUTier:
+    assert isinstance(fake_tier_servers.tier, FakeNPUTier), fake_tier_servers.tier
+    return fake_tier_servers.tier
+
+
+@pytest.fixture(scope="module")
+def server(fake_tier_servers: ServerKeeper) -> Server:
+    """The page's server, as its block starts it: joined where the page left it up."""
+    block = named_block(RECIPES.parent / PAGE, DOCS, APP_RUN)
+    port = server_config(block, RECIPES).port
+    return fake_tier_servers.serve(block.text, cwd=RECIPES, port=port)
 
 
 @pytest.fixture
-def client(dry_run: DryRunProcess) -> OpenAI:
-    return OpenAI(base_url=f"{BASE_URL}/v1", api_key="not-used")
+def key(tier: FakeNPUTier) -> str:
+    """The API key the page exports and the server was started with."""
+    return tier.api_key
+
+
+@pytest.fixture
+def client(server: Server, key: str) -> OpenAI:
+    return OpenAI(base_url=f"{server.base_url}/v1", api_key=key)
+
+
+def _bearer(key: str) -> tuple[str, str]:
+    return ("-H", f"Authorization: Bearer {key}")
 
 
 def _curl(*args: str) -> str:
@@ -65,17 +84,18 @@ def _curl(*args: str) -> str:
     ).stdout
 
 
-def test_fake_npu_models_lists_the_served_model_id(dry_run: DryRunProcess) -> None:
-    models = json.loads(_curl(f"{BASE_URL}/v1/models"))
+def test_fake_npu_models_lists_the_served_model_id(server: Server, key: str) -> None:
+    models = json.loads(_curl(f"{server.base_url}/v1/models", *_bearer(key)))
     assert models["object"] == "list"
     assert [model["id"] for model in models["data"]] == [MODEL_ID]
 
 
-def test_fake_npu_chat_completion_with_curl(dry_run: DryRunProcess) -> None:
+def test_fake_npu_chat_completion_with_curl(server: Server, key: str) -> None:
     body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
     reply = json.loads(
         _curl(
-            f"{BASE_URL}/v1/chat/completions",
+            f"{server.base_url}/v1/chat/completions",
+            *_bearer(key),
             "-H",
             "Content-Type: application/json",
             "-d",
@@ -91,7 +111,7 @@ def test_fake_npu_chat_completion_with_curl(dry_run: DryRunProcess) -> None:
     assert 0 < reply["usage"]["completion_tokens"] <= 8
 
 
-def test_fake_npu_chat_stream_with_curl_ends_with_done(dry_run: DryRunProcess) -> None:
+def test_fake_npu_chat_stream_with_curl_ends_with_done(server: Server, key: str) -> None:
     body = {
         "model": MODEL_ID,
         "messages": [{"role": "user", "content": "Hi"}],
@@ -100,7 +120,8 @@ def test_fake_npu_chat_stream_with_curl_ends_with_done(dry_run: DryRunProcess) -
     }
     stream = _curl(
         "-N",
-        f"{BASE_URL}/v1/chat/completions",
+        f"{server.base_url}/v1/chat/completions",
+        *_bearer(key),
         "-H",
         "Content-Type: application/json",
         "-d",
@@ -136,20 +157,24 @@ def test_fake_npu_openai_client_completion(client: OpenAI) -> None:
     assert 0 < reply.usage.completion_tokens <= 8
 
 
-def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(dry_run: DryRunProcess) -> None:
-    # dry-run prints, for each engine worker that holds NPUs, the ids Ray assigned
-    # and the visibility variable the worker saw.
-    pattern = rf"engine worker \d+ holds NPU ([\d,]+); {VISIBLE_DEVICES_ENV_VAR}=(\S+)"
-    workers = re.findall(pattern, dry_run.output())
-    assert workers, f"no engine worker held an NPU:\n{dry_run.output()[-4000:]}"
-    for assigned, visible in workers:
-        assert visible == assigned
+def test_fake_npu_engine_worker_saw_the_npu_ray_assigned(tier: FakeNPUTier, server: Server) -> None:
+    # Each engine worker that holds NPUs records the ids Ray assigned and the visibility
+    # variable it saw; the server's are the workers alive now (the tier's record
+    # directory keeps those of servers stopped before it too).
+    workers = [
+        record
+        for record in engine_worker_records(tier.device_record_dir)
+        if psutil.pid_exists(record["pid"])
+    ]
+    assert workers, f"no engine worker held an NPU:\n{server.logs()[-4000:]}"
+    for record in workers:
+        assert record[VISIBLE_DEVICES_ENV_VAR] == ",".join(record["ray_npu_ids"])
 
 
-def _driver(dry_run: DryRunProcess, home: Path, **changes: str) -> subprocess.CompletedProcess[str]:
-    """A driver of the dry-run's cluster, with the token the cluster's nodes were given."""
+def _driver(tier: FakeNPUTier, home: Path, **changes: str) -> subprocess.CompletedProcess[str]:
+    """A driver of the tier's cluster, with the token the cluster's nodes were given."""
     # An empty home: no ~/.ray/auth_token of the machine's user can stand in.
-    env = {**os.environ, **serving_cluster(dry_run).driver_env, "HOME": str(home)}
+    env = {**os.environ, **tier.cluster.env(), "HOME": str(home)}
     env = {**env, **QUICK_REFUSAL, **changes}
     env.pop("RAY_AUTH_TOKEN_PATH", None)
     return subprocess.run(
@@ -157,10 +182,10 @@ def _driver(dry_run: DryRunProcess, home: Path, **changes: str) -> subprocess.Co
     )
 
 
-def test_fake_npu_driver_with_the_token_connects(dry_run: DryRunProcess, tmp_path: Path) -> None:
-    result = _driver(dry_run, tmp_path)
+def test_fake_npu_driver_with_the_token_connects(tier: FakeNPUTier, tmp_path: Path) -> None:
+    result = _driver(tier, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[-2:] == ["connected", "1"]
+    assert result.stdout.split()[-2:] == ["connected", str(len(tier.cluster.nodes))]
 
 
 @pytest.mark.parametrize(
@@ -172,9 +197,9 @@ def test_fake_npu_driver_with_the_token_connects(dry_run: DryRunProcess, tmp_pat
     ],
 )
 def test_fake_npu_cluster_refuses_a_driver_without_its_token(
-    dry_run: DryRunProcess, tmp_path: Path, changes: dict[str, str]
+    tier: FakeNPUTier, tmp_path: Path, changes: dict[str, str]
 ) -> None:
-    result = _driver(dry_run, tmp_path, **changes)
+    result = _driver(tier, tmp_path, **changes)
     assert result.returncode != 0
     assert "connected" not in result.stdout
     assert REFUSED in result.stderr, result.stderr[-3000:]
@@ -199,15 +224,7 @@ def test_fake_npu_recipe_fails_clearly_without_the_plugin() -> None:
     )
 
 
-def test_fake_npu_dry_run_says_what_it_changed_and_stops_cleanly_on_ctrl_c(
-    dry_run: DryRunProcess,
-) -> None:
-    # Last in the module: it stops the server the tests above share.
-    dry_run.process.send_signal(signal.SIGINT)
-    assert dry_run.process.wait(timeout=STOP_TIMEOUT_S) == 0, dry_run.output()[-6000:]
-    output = dry_run.output()
-    assert f"serves '{MODEL_ID}'" in output
-    assert '"object": "chat.completion"' in output
-    assert STOPPED_LINE in output
-    # Every setting the fake tier dropped is said on the command's own output.
-    assert "fake-npu tier: dropped engine_kwargs.quantization='ascend'" in output
+def test_fake_npu_tier_says_what_it_dropped_in_the_servers_output(server: Server) -> None:
+    # Every setting the fake tier dropped is said in the output of the command that
+    # deployed the app, where the reader of the page would see it.
+    assert "fake-npu tier: dropped engine_kwargs.quantization='ascend'" in server.logs()

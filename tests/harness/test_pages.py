@@ -190,3 +190,42 @@ def test_without_pages_run_recipes_says_so_and_needs_no_server(seeded: SeededRep
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*tier mock): 0 pages, 0 blocks*", "*no pages found under docs/"])
     assert seeded.tier.served == []
+
+
+JOINING_TEST = """\
+import pytest
+from ray_serve_npu_tooling.harness.blocks import named_block
+from ray_serve_npu_tooling.harness.server_config import server_config
+
+pytestmark = [pytest.mark.fake_npu, pytest.mark.joins_page("docs/page.md")]
+
+
+def test_joins_the_pages_server(fake_tier_servers, request):
+    root = request.config.rootpath
+    block = named_block(root / "docs" / "page.md", root / "docs", "mock_server")
+    port = server_config(block, root / "recipes").port
+    fake_tier_servers.serve(block.text, cwd=root / "recipes", port=port)
+"""
+
+
+def test_a_test_that_joins_a_page_runs_after_it_on_the_server_it_left_up(
+    seeded: SeededRepo,
+) -> None:
+    seeded.edit(
+        PAGE,
+        "% test: server\n```bash\npython serve_mock.py\n```\n",
+        "% __mock_server_start__\n% test: server\n```bash\npython serve_mock.py\n```\n"
+        "% __mock_server_end__\n",
+    )
+    # Collected before docs/ ("checks" < "docs"), run after the page.
+    (seeded.pytester.path / "checks").mkdir()
+    (seeded.pytester.path / "checks" / "test_joining.py").write_text(JOINING_TEST)
+    result = seeded.run("--run-recipes", "-v")
+    result.assert_outcomes(passed=17, skipped=3)
+    ran = [line for line in result.outlines if " PASSED" in line or " SKIPPED" in line]
+    assert "checks/test_joining.py::test_joins_the_pages_server" in ran[-1]
+    # One server for the page and the test; stopped once, when the session ended.
+    assert [(command, port) for command, _, port in seeded.tier.served] == [
+        ("python serve_mock.py", seeded.port)
+    ]
+    assert seeded.tier.stopped == [seeded.port]

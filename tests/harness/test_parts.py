@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ray_serve_npu_tooling.harness.blocks import read_page
+from ray_serve_npu_tooling.harness.blocks import named_block, read_page
 from ray_serve_npu_tooling.harness.fences import find_fences
 from ray_serve_npu_tooling.harness.markers import MarkerKind, parse_marker
 from ray_serve_npu_tooling.harness.output import compare_output
@@ -141,3 +141,49 @@ def test_a_marker_line_inside_a_block_of_code_is_code(tmp_path: Path) -> None:
     assert item.problem is None
     assert item.block is not None and item.block.marker is not None
     assert item.block.marker.kind.value == "skip-fake"
+
+
+NAMED = """\
+```bash
+ray start --head
+```
+
+% __app_run_start__
+% test: server
+```bash
+python serve_npu.py
+```
+% __app_run_end__
+
+% __two_start__
+```bash
+echo one
+```
+```bash
+echo two
+```
+% __two_end__
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("app_run", "python serve_npu.py"),
+        ("two", "2 blocks between `% __two_start__` and `% __two_end__`"),
+        ("missing", "0 blocks between `% __missing_start__` and `% __missing_end__`"),
+    ],
+)
+def test_a_named_block_is_the_one_between_its_marker_lines(
+    tmp_path: Path, name: str, found: str
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(NAMED)
+    try:
+        block = named_block(page, tmp_path, name)
+    except PageProblem as problem:
+        assert found in str(problem)
+        assert "keep exactly one code block between the two marker lines" in str(problem)
+    else:
+        assert block.text == found
+        assert block.kind is MarkerKind.SERVER

@@ -12,6 +12,7 @@ from .fences import Fence, find_fences
 from .literalinclude import Included, read_literalinclude
 from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
 from .problems import Location, PageProblem, display_path
+from .substitutions import code_substituter
 
 
 class Language(enum.Enum):
@@ -181,3 +182,28 @@ def _with_language(
     language_name = language_name.lower()
     language = _LANGUAGES.get(language_name, Language.OTHER)
     return Block(page, line, language_name, language, text, text_line, include, marker)
+
+
+def named_block(page: Path, docs_root: Path, name: str) -> Block:
+    """The one block between the page's ``% __NAME_start__`` and ``% __NAME_end__`` lines:
+    the part other pages ``{include}``, and that a test names to join what it starts. Its
+    text is what the harness runs: after the build's code substitutions.
+
+    Raises :class:`PageProblem` where the page has not exactly one block there.
+    """
+    text = code_substituter(docs_root)(page.read_text(encoding="utf-8"))
+    comments = {f"%{comment}".strip(): line for line, comment in myst.comments(text)}
+    start, end = comments.get(f"% __{name}_start__"), comments.get(f"% __{name}_end__")
+    found = [
+        item.block
+        for item in read_page(text, page, docs_root)
+        if item.block is not None and start is not None and end is not None
+        if start < item.block.line < end
+    ]
+    if len(found) != 1:
+        raise PageProblem(
+            Location(page, start or 1),
+            f"{len(found)} blocks between `% __{name}_start__` and `% __{name}_end__`",
+            "keep exactly one code block between the two marker lines",
+        )
+    return found[0]

@@ -28,12 +28,16 @@ from .markers import MarkerKind
 from .problems import PageProblem, display_path
 from .scenario import PageScenario
 from .server_config import ServerConfig, server_config
+from .servers import ServerKeeper
 from .static_checks import STATIC_CHECKS, shellcheck_path
 from .status import SHOWN, STATIC, Mode, Outcome, declared_outcomes, same_status
 from .substitutions import code_substituter
 from .summary import Tally
 
 RUN_RECIPES = "--run-recipes"
+#: ``@pytest.mark.joins_page("docs/PAGE.md")``: the test needs the server that page starts
+#: to be up (``fake_tier_servers``); with ``--run-recipes`` it runs right after the page.
+JOINS_PAGE = "joins_page"
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_TALLY] = Tally(tier=None, shellcheck=shellcheck_path() is not None)
+    config.addinivalue_line(
+        "markers",
+        f"{JOINS_PAGE}(page): needs the server the page (docs/...md) starts, and joins it",
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -251,6 +259,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             config.rootpath / "docs", tally.tier or "static", mode, tally
         )
     return config.stash[_SYBIL].pytest()(file_path, parent)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--run-recipes``, move each test marked ``joins_page`` right after its page's
+    blocks, so that it finds the page's server still up; a page not collected moves nothing."""
+    if not config.getoption(RUN_RECIPES):
+        return
+    joining: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        marker = item.get_closest_marker(JOINS_PAGE)
+        if marker is not None:
+            joining.setdefault(config.rootpath / marker.args[0], []).append(item)
+    for page, tests in joining.items():
+        blocks = [index for index, item in enumerate(items) if item.path == page]
+        if not blocks:
+            continue
+        after = items[blocks[-1]]
+        for test in tests:
+            items.remove(test)
+        at = items.index(after) + 1
+        items[at:at] = tests
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -271,17 +301,45 @@ def recipe_tier(
         yield tier
 
 
+@pytest.fixture(scope="session")
+def recipe_servers(recipe_tier: Tier) -> Iterator[ServerKeeper]:
+    """The pages' servers on the recipe tier, one at a time; the last stops with the session."""
+    with ServerKeeper(recipe_tier) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="session")
+def fake_tier_servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerKeeper]:
+    """Servers on the fake-NPU tier, for tests that need a recipe's server up.
+
+    Where the pages run on the fake tier, these are the pages' own (``recipe_servers``),
+    so a test joins the server a page left up; elsewhere (an Ascend host) a fake tier of
+    the tests' own.
+    """
+    if _tier_choice(request.config).fake:
+        yield request.getfixturevalue("recipe_servers")
+        return
+    # Imported here: the fake tier imports Ray.
+    from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
+
+    with fake_npu_tier(tmp_path_factory.mktemp("fake-tier")) as tier, ServerKeeper(tier) as servers:
+        yield servers
+
+
 @pytest.fixture(scope="module")
 def docs_page(request: pytest.FixtureRequest) -> Iterator[PageRun]:
-    """One page's run; what its blocks started stops after its last block, also on failure."""
+    """One page's run; what its blocks started stops after its last block, also on failure,
+    but for a server the tier's cluster outlives (``recipe_servers`` keeps it)."""
     config = request.config
     tally = config.stash[_TALLY]
     recipes = config.rootpath / "recipes"
     with contextlib.ExitStack() as stack:
         scenario = None
         if config.getoption(RUN_RECIPES):
-            tier: Tier = request.getfixturevalue("recipe_tier")
-            scenario = PageScenario(tier, recipes, stack, tally)
+            servers: ServerKeeper = request.getfixturevalue("recipe_servers")
+            scenario = PageScenario(servers, recipes, stack, tally)
         yield PageRun(tally, recipes, scenario)
 
 

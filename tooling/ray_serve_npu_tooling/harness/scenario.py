@@ -19,6 +19,7 @@ from .markers import MarkerKind
 from .output import compare_output
 from .problems import PageProblem
 from .server_config import ServerConfig
+from .servers import ServerKeeper
 from .status import RUN, STATIC, Outcome, Status
 from .summary import Tally
 
@@ -35,16 +36,18 @@ class BlockOutput:
 
 
 class PageScenario:
-    """Runs a page's blocks in order, in ``recipes``; the page's ExitStack stops what they start."""
+    """Runs a page's blocks in order, in ``recipes``; the page's ExitStack stops what they
+    start, but for a server on a tier whose cluster outlives the page, which ``servers``
+    keeps for whoever starts the same server next."""
 
     def __init__(
-        self, tier: Tier, recipes: Path, stack: contextlib.ExitStack, tally: Tally
+        self, servers: ServerKeeper, recipes: Path, stack: contextlib.ExitStack, tally: Tally
     ) -> None:
-        self.tier = tier
+        self.tier: Tier = servers.tier
+        self.servers = servers
         self.recipes = recipes
         self.tally = tally
         self._page_stack = stack
-        self._server_stack: contextlib.ExitStack | None = None
         self._server: Server | None = None
         #: The server block that failed to start; blocks after it do not run.
         self._failed_server: Block | None = None
@@ -104,14 +107,13 @@ class PageScenario:
 
     def _start_server(self, block: Block, config: ServerConfig) -> None:
         self._last_output = None
-        if self._server_stack is not None:
-            self._server_stack.close()
-        self._server_stack = self._page_stack.enter_context(contextlib.ExitStack())
-        self._failed_server = block
+        self._server, self._failed_server = None, block
+        if not self.tier.fake:
+            # Here the page's own `cluster` block started Ray, which stops with the page:
+            # so does its server, before the cluster (the page's stack unwinds in reverse).
+            self._page_stack.callback(self.servers.stop)
         try:
-            self._server = self._server_stack.enter_context(
-                self.tier.serve(block.text, cwd=self.recipes, port=config.port)
-            )
+            self._server = self.servers.serve(block.text, cwd=self.recipes, port=config.port)
         except Exception as error:
             raise PageProblem(
                 block.where,
