@@ -37,8 +37,8 @@ BUILD = ROOT / "build"
 #: Test environment for each tested point of the supported Ray range
 #: (src/ray_serve_npu/compat.py, TESTED_RAY). Each Ray's Serve LLM needs the vLLM it
 #: pins (RAY_VLLM_PINS); at 2.60 that is vLLM's CPU build, which runs the engine
-#: here; at 2.56.1 and 2.57.1 it is PyPI's CUDA build, which imports without a GPU
-#: but cannot run an engine.
+#: here; at the older points (2.56.1, 2.57.1, 2.58.1) it is PyPI's CUDA build, which
+#: imports without a GPU but cannot run an engine.
 RAY_STACKS: dict[str, list[str]] = {
     # bench: tests/bench run the sweep tool, which draws its plots with matplotlib.
     "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test,bench]"],
@@ -52,6 +52,8 @@ RAY_STACKS: dict[str, list[str]] = {
     # No fastapi pin: vLLM 0.25.1 caps fastapi below 0.137, and Ray 2.57's Serve
     # pickles the lock of newer ones (ray/serve/_private/utils.py).
     "2.57.1": ["ray[serve]==2.57.1", "vllm==0.25.1", "pyarrow", ".[test]"],
+    # The Ray whose Serve LLM pins vLLM 0.26.0, the vLLM of vLLM-Ascend v0.26.0rc1.
+    "2.58.1": ["ray[serve]==2.58.1", "vllm==0.26.0", "pyarrow", ".[test]"],
 }
 
 #: The newest tested Ray: its vLLM is the CPU build, which runs an engine here, so the
@@ -173,7 +175,7 @@ def _install_stack(session: nox.Session, ray: str) -> None:
 def _drop_unreused_virtualenv(session: nox.Session) -> None:
     """Delete a session's virtualenv that no later run will reuse (with CI set, or -N).
 
-    The 2.56.1 and 2.57.1 stacks carry PyPI's CUDA torch, about 9.5 GB each; kept
+    The older Rays' stacks carry PyPI's CUDA torch, 8 to 9.5 GB each; kept
     side by side with the 2.60 one they filled CI's disk while 2.57.1 installed
     ("No space left on device", CI at 0f1c1e1). A failed install is deleted too.
     """

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.git_dir:
         paths, how = from_git(args.git_dir, tag)
     elif args.sdist:
-        if not args.sdist.name.endswith(f"-{version}.tar.gz"):
+        # An sdist's name carries the version without the tag's "v" (vllm_ascend-0.26.0rc1).
+        if not args.sdist.name.endswith(f"-{version.removeprefix('v')}.tar.gz"):
             parser.error(f"--sdist {args.sdist.name} is not the archive of {version}")
         paths, how = from_sdist(args.sdist)
     else:

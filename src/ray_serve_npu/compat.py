@@ -18,7 +18,7 @@ from ray_serve_npu.releases import SERVE_LLM_RELEASE, Release
 #: The Ray releases this plugin supports, and the points of that range CI tests
 #: (noxfile.py's RAY_STACKS, each beside the vLLM its Serve LLM pins), oldest first.
 SUPPORTED_RAY = SpecifierSet(">=2.56.1,<2.61")
-TESTED_RAY: tuple[str, ...] = ("2.56.1", "2.57.1", "2.60.0")
+TESTED_RAY: tuple[str, ...] = ("2.56.1", "2.57.1", "2.58.1", "2.60.0")
 
 #: The vLLM that each Ray's Serve LLM pins (``ray[llm]`` metadata, checked for
 #: each wheel on PyPI; ../shared/facts.md).

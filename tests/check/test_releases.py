@@ -2,10 +2,10 @@
 
 The community guide's Compose file sets ``VLLM_ASCEND_BALANCE_SCHEDULING=1``. At
 v0.22.1rc1 the scheduler patch ignores the variable (an error); at v0.23.0 it turns
-balance scheduling on (the rule says it does not apply); at v0.25.1rc1 only the
-engine-core entry's fallback ignores it (a warning). ``enable_sparse_c8`` is a key
-v0.22.1rc1 and v0.25.1rc1 read and v0.23.0 does not: there it is taken for a
-misspelling of ``enable_sparse_li_c8``, an error.
+balance scheduling on (the rule says it does not apply); at v0.25.1rc1 and v0.26.0rc1
+only the engine-core entry's fallback ignores it (a warning). ``enable_sparse_c8`` is a
+key v0.22.1rc1 and v0.25.1rc1 read and v0.23.0 and v0.26.0rc1 do not: there it is taken
+for a misspelling of ``enable_sparse_li_c8``, an error.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from ray_serve_npu.check.rules import available_releases, load_rules
 
 GUIDE = DATA / "community-guide-compose.yaml"
 IMAGE = "quay.io/ascend/vllm-ascend:v0.22.1rc1"
-RELEASES = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1")
+RELEASES = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1", "v0.26.0rc1")
 BALANCE = "env-balance-scheduling-ignored"
 UNKNOWN_KEY = "additional-config-unknown-key"
-#: The key v0.23.0 does not read (and the two others do), written into the guide's
+#: The key v0.23.0 and v0.26.0rc1 do not read (and the two others do), written into the guide's
 #: --additional-config.
 SPARSE_C8 = '"enable_cpu_binding":true,'
 
@@ -56,9 +56,10 @@ def test_balance_variable_is_an_error_only_where_the_release_ignores_it(tmp_path
     # v0.23.0 honours the variable: the rule is in the file, marked not applicable.
     assert _by_rule(check_file(_guide_of("v0.23.0", tmp_path)), BALANCE) == []
     assert not load_rules("v0.23.0").rule(BALANCE).applies
-    newest = _by_rule(check_file(_guide_of("v0.25.1rc1", tmp_path)), BALANCE)
-    assert [(f.line, f.severity) for f in newest] == [(line, Severity.WARNING)]
-    assert "scheduler_config" in newest[0].fix
+    for newer in ("v0.25.1rc1", "v0.26.0rc1"):
+        newest = _by_rule(check_file(_guide_of(newer, tmp_path)), BALANCE)
+        assert [(f.line, f.severity) for f in newest] == [(line, Severity.WARNING)]
+        assert "scheduler_config" in newest[0].fix
 
 
 def test_a_key_one_release_does_not_read_is_an_error_there_only(tmp_path: Path) -> None:
@@ -67,10 +68,11 @@ def test_a_key_one_release_does_not_read_is_an_error_there_only(tmp_path: Path) 
         for release in RELEASES
     }
     assert judged["v0.22.1rc1"] == [] and judged["v0.25.1rc1"] == []
-    (finding,) = judged["v0.23.0"]
-    assert finding.severity is Severity.ERROR
-    assert "enable_sparse_c8" in finding.message and "v0.23.0" in finding.message
-    assert "enable_sparse_li_c8" in finding.fix
+    for release in ("v0.23.0", "v0.26.0rc1"):
+        (finding,) = judged[release]
+        assert finding.severity is Severity.ERROR
+        assert "enable_sparse_c8" in finding.message and release in finding.message
+        assert "enable_sparse_li_c8" in finding.fix
 
 
 def test_release_option_overrides_the_image(tmp_path: Path, capsys) -> None:
@@ -157,13 +159,14 @@ LOAD_STRATEGY = "load-strategy-with-multithread-load"
         ("v0.22.1rc1", Severity.WARNING),
         ("v0.23.0", Severity.WARNING),
         ("v0.25.1rc1", Severity.ERROR),
+        ("v0.26.0rc1", Severity.ERROR),
     ],
 )
 def test_a_load_strategy_beside_multithread_load_is_an_error_only_where_vllm_refuses_it(
     tmp_path: Path, release: str, severity: Severity
 ) -> None:
     # The guide sets --safetensors-load-strategy prefetch and enable_multithread_load:
-    # vLLM 0.22.1 and 0.23.0 ignore the strategy, vLLM 0.25.1 stops at start-up.
+    # vLLM 0.22.1 and 0.23.0 ignore the strategy, vLLM 0.25.1 and 0.26.0 stop at start-up.
     guide = _guide_of(release, tmp_path)
     line = line_of(guide.read_text(), "--model-loader-extra-config")
     found = _by_rule(check_file(guide), LOAD_STRATEGY)
@@ -200,8 +203,14 @@ def test_a_multithread_load_that_is_no_boolean_is_an_error_only_where_vllm_deman
             text.replace('"enable_multithread_load":true', f'"enable_multithread_load":{written}')
         )
         by_release[release] = [f.severity for f in _by_rule(check_file(path), MULTITHREAD_BOOLEAN)]
-    # vLLM 0.22.1 and 0.23.0 test the value's truth; vLLM 0.25.1 wants a bool (isinstance).
-    assert by_release == {"v0.22.1rc1": [], "v0.23.0": [], "v0.25.1rc1": [Severity.ERROR]}
+    # vLLM 0.22.1 and 0.23.0 test the value's truth; vLLM 0.25.1 and 0.26.0 want a bool
+    # (isinstance).
+    assert by_release == {
+        "v0.22.1rc1": [],
+        "v0.23.0": [],
+        "v0.25.1rc1": [Severity.ERROR],
+        "v0.26.0rc1": [Severity.ERROR],
+    }
     assert not load_rules("v0.23.0").rule(MULTITHREAD_BOOLEAN).applies
     # The guide as written, a JSON Boolean, passes everywhere.
     assert _by_rule(check_file(_guide_of("v0.25.1rc1", tmp_path)), MULTITHREAD_BOOLEAN) == []

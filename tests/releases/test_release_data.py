@@ -24,7 +24,7 @@ from ray_serve_npu.releases import (
 )
 from ray_serve_npu.releases.loader import PACKAGE_DIR
 
-SUPPORTED = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1")
+SUPPORTED = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1", "v0.26.0rc1")
 
 
 def test_every_supported_release_loads() -> None:
@@ -74,7 +74,10 @@ def test_a_ray_path_on_a_release_no_ray_pairs_with_is_refused(tmp_path: Path) ->
         load_path_releases(path)
     message = str(error.value)
     assert "field serve_llm.release: v0.23.0 pairs with no Ray" in message
-    assert "fix: name a release the data pairs with a Ray (v0.22.1rc1, v0.25.1rc1)" in message
+    assert (
+        "fix: name a release the data pairs with a Ray (v0.22.1rc1, v0.25.1rc1, v0.26.0rc1)"
+        in message
+    )
 
 
 def test_a_compose_path_on_a_release_without_rules_is_refused(tmp_path: Path) -> None:
