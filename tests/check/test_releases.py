@@ -90,18 +90,26 @@ def test_an_unsupported_release_option_names_the_option_and_the_releases(capsys)
     assert all(release in err for release in RELEASES)
 
 
-def test_an_image_of_an_unsupported_release_is_refused_at_its_line(tmp_path: Path) -> None:
-    path = _guide_of("v0.24.0rc1", tmp_path)
+# A release between two supported ones, and a final release newer than all of them: the
+# checker has rules for neither and applies no other release's.
+@pytest.mark.parametrize("unknown", ["v0.24.0rc1", "v0.30.0"])
+def test_an_image_of_an_unsupported_release_is_refused_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unknown: str
+) -> None:
+    path = _guide_of(unknown, tmp_path)
     with pytest.raises(InputError) as error:
         check_file(path)
     assert error.value.line == line_of(GUIDE.read_text(), IMAGE)
     message = str(error.value)
-    assert "image quay.io/ascend/vllm-ascend:v0.24.0rc1" in message
+    assert f"image quay.io/ascend/vllm-ascend:{unknown}" in message
     assert all(release in message for release in RELEASES) and "--release" in message
+    assert main([str(path)]) == 2
+    printed = capsys.readouterr()
+    assert all(release in printed.err for release in RELEASES)
     # With a release given, the image does not choose.
     assert check_file(path, release="v0.23.0")
     report = check_paths([path])
-    assert report.checked == 0 and "v0.24.0rc1" in report.unreadable[0]
+    assert report.checked == 0 and unknown in report.unreadable[0]
 
 
 def test_images_of_two_releases_are_refused(tmp_path: Path) -> None:
