@@ -57,6 +57,9 @@ def test_every_release_has_a_row_with_its_data(language: str) -> None:
         row = rows[tag]
         for version in (data.vllm, data.cann, data.torch_npu):
             assert version in row
+        # Where the facts were read: the Git tag, or an archive where no tag is readable.
+        read_in = words["read_in"].format(source=data.read_in)
+        assert _flat(read_in).replace("`", "") in row
         for kind in data.node_kinds:
             for os in OPERATING_SYSTEMS:
                 assert data.image(kind, os) in row

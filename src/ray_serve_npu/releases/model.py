@@ -262,8 +262,11 @@ class Release(_Strict):
 
     #: The git tag and image tag, e.g. ``v0.22.1rc1``.
     tag: str
-    #: The tag's date (``git log -1 --format=%cs <tag>``).
+    #: The tag's date (``git log -1 --format=%cs <tag>``, or the release notes' date).
     date: str
+    #: Where the facts were read: the Git tag, or a published archive of the tag's files
+    #: where no copy of the tag is readable here. The release matrix shows it.
+    read_in: str = Field(min_length=1)
     stack: Stack
     images: Images
     jemalloc: Jemalloc
