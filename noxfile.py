@@ -1,7 +1,8 @@
 """Sessions: the suite's three tiers, ``nox -s tests`` (the fast tier, after every change),
 ``nox -s recipes`` (the fake-NPU tier) and ``nox -s compat`` (the plugin at the older
 tested Rays); ``nox -s docs`` (the site in every edition), ``nox -s lint`` (code and page
-style), ``nox -s docs-po`` (update translations), ``nox -s bench`` (direct vLLM against
+style), ``nox -s docs-po`` (update translations), ``nox -s pairings`` (which Ray runs
+beside which vLLM, measured), ``nox -s bench`` (direct vLLM against
 Ray Serve LLM on the fake-NPU tier), ``nox -s release`` (build the sdist and wheel and
 check them as .github/workflows/release.yml does)."""
 
@@ -182,6 +183,15 @@ def _drop_unreused_virtualenv(session: nox.Session) -> None:
     venv = session.virtualenv
     if isinstance(venv, VirtualEnv) and not venv.reuse_existing:
         shutil.rmtree(venv.location, ignore_errors=True)
+
+
+@nox.session(venv_backend="uv|virtualenv")
+def pairings(session: nox.Session) -> None:
+    """Which Ray runs beside which vLLM, measured pair by pair in environments of their own
+    (ray_serve_npu_tooling.pairings); on demand, not in CI. Writes
+    src/ray_serve_npu/releases/pairings.json. ``-- --pair 2.58.1:0.26.0`` measures one."""
+    session.install("uv", ".", TOOLING)
+    session.run("python", "-m", "ray_serve_npu_tooling.pairings", *session.posargs, env=TEST_ENV)
 
 
 @nox.session

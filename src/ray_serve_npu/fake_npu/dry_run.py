@@ -325,14 +325,16 @@ def keep_serving(
     env: Mapping[str, str],
     log_file: Path,
     ready_timeout_s: float,
+    python: str = sys.executable,
 ) -> Iterator[DryRunProcess]:
-    """Run ``ray-serve-npu dry-run ARGS --keep-serving`` until it serves; yield it; stop it
-    (and all it started) unless the caller stopped it already.
+    """Run ``ray-serve-npu dry-run ARGS --keep-serving`` with ``python`` (this interpreter
+    unless another environment's is given) until it serves; yield it; stop it (and all it
+    started) unless the caller stopped it already.
 
     Raises RuntimeError, with the end of its output, if it exits or is not serving
     within ``ready_timeout_s``.
     """
-    argv = [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", *args, "--keep-serving"]
+    argv = [python, "-m", "ray_serve_npu.cli", "dry-run", *args, "--keep-serving"]
     process = start_process_group(argv, cwd=cwd, env=dict(env), log_file=log_file)
     run = DryRunProcess(process, log_file)
     try:
