@@ -2,8 +2,8 @@
 
 Each Ray release's Serve LLM pins one vLLM (:data:`ray_serve_npu.compat.RAY_VLLM_PINS`);
 whether a Ray also runs beside a neighbouring vLLM is a measurement, not a pin. The
-measurements live in ``pairings.json`` beside this module, written only by the
-repository's tooling (``ray_serve_npu_tooling.pairings``), each pair with the steps it
+measurements live in ``pairings.json`` beside this module, written only by
+``nox -s pairings`` (the repository's tooling), each pair with the steps it
 passed and the first error of the step that stopped it, verbatim. This module is their
 one reader; it imports no Ray.
 """
