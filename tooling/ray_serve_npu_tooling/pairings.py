@@ -34,8 +34,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 from ray_serve_npu.compat import RAY_2_56_FASTAPI, RAY_VLLM_PINS
-from ray_serve_npu.fake_npu.dry_run import keep_serving
-from ray_serve_npu.fake_npu.processes import last_error
+from ray_serve_npu.fake_npu.dry_run import ERROR_PREFIX, KEPT_LOG_SENTENCE, keep_serving
+from ray_serve_npu.fake_npu.processes import READY_TIMEOUT_S, last_error
 from ray_serve_npu.releases.pairings import (
     PAIRINGS_FILE,
     MeasuredPair,
@@ -53,11 +53,8 @@ RESULTS = ROOT / "src" / "ray_serve_npu" / "releases" / PAIRINGS_FILE.name
 COMMAND = "nox -s pairings"
 #: torch and the companions vLLM's CPU build pins beside it; the plain torch replaces them.
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio", "torchcodec"}
-#: How dry-run starts the paragraph that says why a recipe did not come up.
-DRY_RUN_VERDICT = "ray-serve-npu dry-run: "
 #: A step's command may take this long (the serve step starts a cluster and an engine).
 STEP_TIMEOUT_S = 900
-SERVE_READY_S = 600
 
 
 @dataclass(frozen=True)
@@ -125,8 +122,8 @@ def first_error(output: str) -> str:
 def dry_run_verdict(output: str) -> str | None:
     """dry-run's paragraph on why a recipe did not come up, less the sentence that names
     this machine's copy of the server's log; None where it printed none."""
-    verdicts = [line for line in output.splitlines() if line.startswith(DRY_RUN_VERDICT)]
-    return verdicts[-1].split(" The whole log is in ")[0] if verdicts else None
+    verdicts = [line for line in output.splitlines() if line.startswith(ERROR_PREFIX)]
+    return verdicts[-1].split(f" {KEPT_LOG_SENTENCE} ")[0] if verdicts else None
 
 
 def _run(argv: list[str], *, cwd: Path = ROOT) -> tuple[bool, str]:
@@ -214,7 +211,7 @@ class PairRun:
                 cwd=RECIPES,
                 env=env,
                 log_file=log,
-                ready_timeout_s=SERVE_READY_S,
+                ready_timeout_s=READY_TIMEOUT_S,
                 python=self.python,
             ) as run:
                 run.chat_reply()

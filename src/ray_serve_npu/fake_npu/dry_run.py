@@ -41,6 +41,10 @@ from ray_serve_npu.fake_npu.processes import (
 from ray_serve_npu.hardware import NODE_KINDS
 
 #: What dry-run prints once the recipe answered its check request, with --keep-serving.
+#: How the command starts every line that says why it stopped short (stderr).
+ERROR_PREFIX = "ray-serve-npu dry-run: "
+#: The sentence of a not-ready paragraph that names where the server's whole log is kept.
+KEPT_LOG_SENTENCE = "The whole log is in"
 SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"
 #: Its last line once it stopped cleanly.
 STOPPED_LINE = "fake-npu tier: stopped; nothing left running"
@@ -215,33 +219,33 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     recipe = Path(args.recipe).resolve()
     if not recipe.is_file():
-        print(f"ray-serve-npu dry-run: {args.recipe}: no such file", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{args.recipe}: no such file", file=sys.stderr)
         return 2
     try:
         command = command_for(recipe)
     except ValueError as error:
-        print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         return 2
     if args.nodes < 1:
-        print("ray-serve-npu dry-run: --nodes must be 1 or more", file=sys.stderr)
+        print(f"{ERROR_PREFIX}--nodes must be 1 or more", file=sys.stderr)
         return 2
     nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
     try:
         _serve_and_ask(args, recipe, command, nodes)
     except ServerNotReady as failure:
-        print(f"ray-serve-npu dry-run: {not_ready_paragraph(failure, recipe)}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{not_ready_paragraph(failure, recipe)}", file=sys.stderr)
         return 1
     except urllib.error.HTTPError as failure:
         answer = failure.read().decode(errors="replace")[:1000]
         print(
-            f"ray-serve-npu dry-run: {recipe.name} came up on the fake-NPU tier, but its check "
+            f"{ERROR_PREFIX}{recipe.name} came up on the fake-NPU tier, but its check "
             f"request got HTTP {failure.code} from {failure.url}: {answer}",
             file=sys.stderr,
         )
         return 1
     except ValueError as error:
         # The tier's adapter refuses what it can't serve with the field and the fix.
-        print(f"ray-serve-npu dry-run: {error}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         return 2
     print(STOPPED_LINE)
     return 0
@@ -260,7 +264,7 @@ def not_ready_paragraph(failure: ServerNotReady, recipe: Path) -> str:
     )
     return (
         f"{recipe.name} did not come up on the fake-NPU tier: {failure.what}. {error}. "
-        f"The whole log is in {kept.name}."
+        f"{KEPT_LOG_SENTENCE} {kept.name}."
     )
 
 

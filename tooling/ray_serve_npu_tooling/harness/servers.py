@@ -37,8 +37,7 @@ class ServerKeeper:
         self._key: ServerKey | None = None
         self._server: Server | None = None
         self._stack = contextlib.ExitStack()
-        #: How many servers each key started, and how many requests joined one already up.
-        self.started: dict[ServerKey, int] = {}
+        #: How many requests joined a server already up, by server.
         self.joined: dict[ServerKey, int] = {}
 
     def __enter__(self) -> ServerKeeper:
@@ -60,7 +59,6 @@ class ServerKeeper:
         self.stop()
         self._server = self._stack.enter_context(self.tier.serve(command, cwd=cwd, port=port))
         self._key = key
-        self.started[key] = self.started.get(key, 0) + 1
         return self._server
 
     def stop(self) -> None:
