@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -65,22 +66,24 @@ class DriverFailed(Exception):
 
 def run_driver(cluster: FakeNPUCluster, *args: str, timeout_s: float) -> dict[str, Any]:
     """Run one serve_driver.py command against ``cluster``; return its JSON answer."""
-    try:
-        result = subprocess.run(
-            [sys.executable, str(DRIVER), *args],
-            env={**os.environ, **cluster.env()},
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    except subprocess.TimeoutExpired as timeout:
-        raise AssertionError(
-            f"serve_driver.py {' '.join(args)} did not finish in {timeout_s} s:\n"
-            f"{(timeout.stderr or b'')[-4000:]!r}"
-        ) from None
-    if result.returncode != 0:
-        raise DriverFailed(" ".join(args), result.returncode, result.stderr)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory(prefix="serve-driver-") as answer_dir:
+        answer = Path(answer_dir, "answer.json")
+        try:
+            result = subprocess.run(
+                [sys.executable, str(DRIVER), "--answer", str(answer), *args],
+                env={**os.environ, **cluster.env()},
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired as timeout:
+            raise AssertionError(
+                f"serve_driver.py {' '.join(args)} did not finish in {timeout_s} s:\n"
+                f"{(timeout.stderr or b'')[-4000:]!r}"
+            ) from None
+        if result.returncode != 0:
+            raise DriverFailed(" ".join(args), result.returncode, result.stderr)
+        return json.loads(answer.read_text())
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 The tests run it as ``python serve_driver.py COMMAND ...`` with ``RAY_ADDRESS`` set,
 so that the pytest process never connects to Ray itself (other test modules may
-hold a Ray session of their own there). Each command prints one JSON line.
+hold a Ray session of their own there). Each command writes its answer, one JSON
+document, to the file named by ``--answer``: not to stdout, where Ray streams the
+replicas' and engine workers' log lines at any moment.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def shutdown() -> dict[str, object]:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--answer", type=Path, required=True)
     commands = parser.add_subparsers(dest="command", required=True)
     deploy_parser = commands.add_parser("deploy")
     deploy_parser.add_argument("settings_file", type=Path)
@@ -118,7 +121,7 @@ def main(argv: list[str]) -> None:
         result = replica_pids(args.deployment_prefix)
     else:
         result = shutdown()
-    print(json.dumps(result))
+    args.answer.write_text(json.dumps(result))
 
 
 if __name__ == "__main__":
