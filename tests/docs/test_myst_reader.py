@@ -20,7 +20,7 @@ from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
 from myst_parser.parsers.options import options_to_items
 from ray_serve_npu_tooling.docs.pages import read_page
-from ray_serve_npu_tooling.docs.style import shell_prompts
+from ray_serve_npu_tooling.docs.style import Site, shell_prompts
 from ray_serve_npu_tooling.harness.fences import find_fences
 from ray_serve_npu_tooling.harness.problems import PageProblem
 
@@ -99,7 +99,7 @@ def test_the_style_checker_reads_the_blocks_and_prose_the_reader_finds() -> None
     assert 25 in prose  # "A note with code:", inside the note's fence
     assert not prose & code
     # The '$' prompt of the console block inside the colon-fence warning.
-    assert [finding.line for finding in shell_prompts(page, frozenset())] == [36]
+    assert [finding.line for finding in shell_prompts(page, Site())] == [36]
 
 
 def test_substitutions_fill_exactly_the_lines_of_code() -> None:

@@ -75,6 +75,11 @@ def test_a_role_title_is_translated_and_its_target_kept() -> None:
     assert verbatim_parts(source) != verbatim_parts(moved)
 
 
+def test_a_role_may_gain_a_translated_title_for_the_same_target() -> None:
+    assert verbatim_parts("one {term}`gang`") == verbatim_parts("一个 {term}`组 <gang>`")
+    assert verbatim_parts("one {term}`gang`") != verbatim_parts("一个 {term}`组 <bundle>`")
+
+
 @pytest.fixture(scope="module")
 def editions() -> Iterator[dict[str, Path]]:
     """Both editions read into docutils XML, the doctree Sphinx writes HTML from: the

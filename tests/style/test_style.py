@@ -45,10 +45,10 @@ ray start --head --num-cpus 2
 SEEDED_LINE = CLEAN_PAGE.splitlines().index("SEEDED LINE") + 1
 
 
-def _findings(tmp_path: Path, seeded: str) -> list[tuple[int, str]]:
+def _findings(tmp_path: Path, seeded: str, page_text: str = CLEAN_PAGE) -> list[tuple[int, str]]:
     """(line, rule) of each finding on ``page.md``, checked beside the site's other pages."""
     page = tmp_path / "page.md"
-    page.write_text(CLEAN_PAGE.replace("SEEDED LINE", seeded))
+    page.write_text(page_text.replace("SEEDED LINE", seeded))
     findings = check_pages(sorted(tmp_path.glob("*.md")))
     return sorted({(finding.line, finding.rule) for finding in findings if finding.path == page})
 
@@ -129,3 +129,62 @@ def test_the_cli_prints_file_and_line_and_fails(
 
 def test_the_sites_pages_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(DOCS)]) == 0, capsys.readouterr().out
+
+
+GLOSSARY = (
+    FRONT_MATTER
+    + """
+# Glossary
+
+```{glossary}
+gang
+  Replicas placed and restarted together.
+
+TP
+  Tensor parallelism.
+```
+"""
+)
+
+
+def _findings_beside_glossary(tmp_path: Path, seeded: str) -> list[tuple[int, str]]:
+    (tmp_path / "glossary.md").write_text(GLOSSARY)
+    # The clean page's last line uses TP4; link it there, so only the seeded line counts.
+    return _findings(tmp_path, seeded, CLEAN_PAGE.replace("TP4", "{term}`TP4 <TP>`"))
+
+
+def test_a_terms_first_use_without_a_glossary_link_is_reported(tmp_path: Path) -> None:
+    assert _findings_beside_glossary(tmp_path, "The ranks run as one gang.") == [
+        (SEEDED_LINE, "glossary-link")
+    ]
+    # Plural and capitalised uses are uses too.
+    assert _findings_beside_glossary(tmp_path, "Gangs restart whole.") == [
+        (SEEDED_LINE, "glossary-link")
+    ]
+
+
+def test_a_term_linked_at_its_first_use_is_clean(tmp_path: Path) -> None:
+    assert _findings_beside_glossary(tmp_path, "One {term}`gang`; the gang restarts.") == []
+    assert _findings_beside_glossary(tmp_path, "Two {term}`gangs <gang>`.") == []
+
+
+def test_a_link_after_the_first_use_is_reported_at_the_first_use(tmp_path: Path) -> None:
+    seeded = "The gang starts.\n\nLater, the {term}`gang` restarts."
+    assert _findings_beside_glossary(tmp_path, seeded) == [(SEEDED_LINE, "glossary-link")]
+
+
+def test_the_clean_pages_acronym_is_checked_where_the_glossary_defines_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "glossary.md").write_text(GLOSSARY)
+    # CLEAN_PAGE's "TP4" is the first use of TP, and it isn't linked.
+    tp4_line = next(n for n, line in enumerate(CLEAN_PAGE.splitlines(), 1) if "TP4" in line)
+    assert _findings(tmp_path, "Plain prose.") == [(tp4_line, "glossary-link")]
+
+
+def test_a_linked_term_the_glossary_lacks_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "glossary.md").write_text(GLOSSARY.replace("gang\n", "gang scheduling\n"))
+    page = CLEAN_PAGE.replace("TP4", "{term}`TP4 <TP>`")
+    assert _findings(tmp_path, "The ranks run as one gang.", page) == [
+        (SEEDED_LINE, "glossary-link")
+    ]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ray_serve_npu import myst
 from ray_serve_npu_tooling.docs.pages import NUMBER_WORDS, Page, read_page
 
 #: Names that keep their capitals inside a sentence-case heading. Words with a
@@ -52,6 +53,29 @@ BANNED_PHRASES: tuple[tuple[str, str, str], ...] = (
     (r"\bin order to\b", "'in order to'", "write 'to'"),
     (r"\bsimply\b", "'simply'", "drop it"),
     (r"\*\*Note:\*\*", "bold 'Note:' label", "use a :::{note} admonition"),
+)
+
+#: Terms a reader may not know: the first use of each on a page links to its
+#: glossary entry, with ``{term}`gang``` or ``{term}`gangs <gang>```.
+LINKED_TERMS: tuple[str, ...] = (
+    "bundle",
+    "community guide",
+    "data parallelism",
+    "direct ingress",
+    "direct streaming",
+    "DP",
+    "EP",
+    "expert parallelism",
+    "gang",
+    "GCS",
+    "HAProxy",
+    "PACK",
+    "raylet",
+    "STRICT_PACK",
+    "tensor parallelism",
+    "TP",
+    "TPOT",
+    "TTFT",
 )
 
 #: Adjectives that sell rather than inform; two of them in a list make a benefits list.
@@ -93,7 +117,38 @@ class Finding:
         return f"{self.path}:{self.line}: {self.rule}: {self.message} (fix: {self.fix})"
 
 
-Rule = Callable[[Page, frozenset[str]], Iterator[Finding]]
+@dataclass(frozen=True)
+class Site:
+    """What a rule may need to know beyond its page."""
+
+    #: The site's page names (file stems).
+    pages: frozenset[str] = frozenset()
+    #: The terms the glossary page defines; empty when the glossary isn't checked.
+    glossary: frozenset[str] = frozenset()
+
+
+Rule = Callable[[Page, Site], Iterator[Finding]]
+
+GLOSSARY_PAGE = "glossary"
+_TERM_ROLE = re.compile(r"\{term\}`(?:[^`<]*<(?P<target>[^>`]+)>|(?P<text>[^`]+))`")
+
+
+def glossary_terms(path: Path) -> frozenset[str]:
+    """The terms of a page's ``{glossary}`` blocks: their unindented lines."""
+    return frozenset(
+        line.strip()
+        for fence in myst.fences(path.read_text(encoding="utf-8"))
+        if fence.directive == "glossary"
+        for line in fence.body
+        if line.strip() and not line[:1].isspace()
+    )
+
+
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """A term in prose: acronyms as written (``DP4`` counts), words in any case, plural too."""
+    if term.isupper() or "_" in term:
+        return re.compile(rf"(?<![\w-]){re.escape(term)}(?![A-Za-z_-])")
+    return re.compile(rf"(?<![\w-]){re.escape(term)}s?(?![\w-])", re.IGNORECASE)
 
 
 def _strip_proper_nouns(text: str) -> str:
@@ -114,7 +169,7 @@ def _miscased_words(heading: str) -> list[str]:
     return words
 
 
-def heading_case(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def heading_case(page: Page, _: Site) -> Iterator[Finding]:
     for line, text in page.headings:
         for word in _miscased_words(text):
             yield Finding(
@@ -126,7 +181,7 @@ def heading_case(page: Page, _: frozenset[str]) -> Iterator[Finding]:
             )
 
 
-def html_meta(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def html_meta(page: Page, _: Site) -> Iterator[Finding]:
     myst = (page.front_matter or {}).get("myst")
     meta = myst.get("html_meta") if isinstance(myst, dict) else None
     if not (isinstance(meta, dict) and str(meta.get("description", "")).strip()):
@@ -139,11 +194,11 @@ def html_meta(page: Page, _: frozenset[str]) -> Iterator[Finding]:
         )
 
 
-def own_pages_on_docs_ray_io(page: Page, own: frozenset[str]) -> Iterator[Finding]:
+def own_pages_on_docs_ray_io(page: Page, site: Site) -> Iterator[Finding]:
     for line, text in page.text:
         for found in _RAY_LATEST.finditer(text):
             target = found.group(1)
-            if target in own and target != "index":
+            if target in site.pages and target != "index":
                 yield Finding(
                     page.path,
                     line,
@@ -153,7 +208,7 @@ def own_pages_on_docs_ray_io(page: Page, own: frozenset[str]) -> Iterator[Findin
                 )
 
 
-def shell_prompts(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def shell_prompts(page: Page, _: Site) -> Iterator[Finding]:
     for fence in page.fences:
         for line, text in fence.numbered_body:
             if _SHELL_PROMPT.match(text):
@@ -166,7 +221,7 @@ def shell_prompts(page: Page, _: frozenset[str]) -> Iterator[Finding]:
                 )
 
 
-def fence_languages(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def fence_languages(page: Page, _: Site) -> Iterator[Finding]:
     for fence in page.fences:
         if fence.directive not in (None, "literalinclude", "code-block", "code"):
             continue
@@ -180,7 +235,7 @@ def fence_languages(page: Page, _: frozenset[str]) -> Iterator[Finding]:
             )
 
 
-def banned_phrases(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def banned_phrases(page: Page, _: Site) -> Iterator[Finding]:
     for line, text in page.prose:
         for pattern, what, fix in BANNED_PHRASES:
             if re.search(pattern, text, re.IGNORECASE):
@@ -195,7 +250,7 @@ def banned_phrases(page: Page, _: frozenset[str]) -> Iterator[Finding]:
             )
 
 
-def small_numbers(page: Page, _: frozenset[str]) -> Iterator[Finding]:
+def small_numbers(page: Page, _: Site) -> Iterator[Finding]:
     for line, text in page.prose + page.headings:
         text = _NUMBERED_TITLE.sub(" ", text)
         # Markdown ordered-list markers are numerals by nature.
@@ -212,6 +267,32 @@ def small_numbers(page: Page, _: frozenset[str]) -> Iterator[Finding]:
             )
 
 
+def glossary_links(page: Page, site: Site) -> Iterator[Finding]:
+    """The first use of each of LINKED_TERMS on a page is a ``{term}`` link to it."""
+    if page.path.stem == GLOSSARY_PAGE or not site.glossary:
+        return
+    linked: dict[str, int] = {}
+    for line, text in page.text:
+        for role in _TERM_ROLE.finditer(text):
+            linked.setdefault((role.group("target") or role.group("text")).strip(), line)
+    for term in LINKED_TERMS:
+        pattern = _term_pattern(term)
+        used = next((line for line, text in page.prose if pattern.search(text)), None)
+        if used is None or linked.get(term, used + 1) <= used:
+            continue
+        if term not in site.glossary:
+            yield Finding(
+                page.path, used, "glossary-link", f"'{term}' has no glossary entry",
+                f"define it in {GLOSSARY_PAGE}.md",
+            )  # fmt: skip
+        else:
+            yield Finding(
+                page.path, used, "glossary-link",
+                f"first use of '{term}' on the page doesn't link to the glossary",
+                f"write {{term}}`{term}` here (or {{term}}`text <{term}>`)",
+            )  # fmt: skip
+
+
 RULES: tuple[Rule, ...] = (
     heading_case,
     html_meta,
@@ -220,14 +301,19 @@ RULES: tuple[Rule, ...] = (
     fence_languages,
     banned_phrases,
     small_numbers,
+    glossary_links,
 )
 
 
 def check_pages(paths: Iterable[Path]) -> list[Finding]:
     """Every finding of every rule on the pages, in file and line order."""
     pages = [read_page(path) for path in sorted(paths)]
-    own = frozenset(page.path.stem for page in pages)
-    findings = [finding for page in pages for rule in RULES for finding in rule(page, own)]
+    glossary = next((page for page in pages if page.path.stem == GLOSSARY_PAGE), None)
+    site = Site(
+        pages=frozenset(page.path.stem for page in pages),
+        glossary=glossary_terms(glossary.path) if glossary else frozenset(),
+    )
+    findings = [finding for page in pages for rule in RULES for finding in rule(page, site)]
     return sorted(findings, key=lambda f: (str(f.path), f.line, f.rule))
 
 

@@ -45,7 +45,12 @@ def verbatim_parts(text: str) -> list[str]:
 
 
 def _kept(part: myst.InlinePart) -> str:
-    return _ROLE_TITLE.sub(r"\1", part.text) if part.kind == "role" else part.text
+    """What a translation keeps of a part: a role's target (``{term}`gang``` and
+    ``{term}`一组 <gang>``` are one link), the rest as written."""
+    if part.kind != "role":
+        return part.text
+    titled = _ROLE_TITLE.fullmatch(part.text)
+    return titled.group(1) if titled else f"<{part.text.strip()}>"
 
 
 def _read(path: Path) -> Catalog:
