@@ -81,23 +81,6 @@ _ray = _release.ray
 _newest_ray = compat.TESTED_RAY[-1]
 
 
-def _pin_table() -> str:
-    rows = [
-        "| Ray | vLLM its Serve LLM pins | vLLM-Ascend image to pair with |",
-        "| --- | --- | --- |",
-    ]
-    for ray_version, vllm_version in compat.RAY_VLLM_PINS.items():
-        # References, not values: MyST fills them in when it parses the table, and the
-        # cell's message keeps them, so a new release leaves its translation current.
-        paired = (
-            "`{{ vllm_ascend_version }}` (vLLM {{ vllm_version }})"
-            if compat.ray_for_vllm(_release.vllm) == ray_version
-            else "none in these recipes"
-        )
-        rows.append(f"| {compat.ray_series(ray_version)} | {vllm_version} | {paired} |")
-    return "\n".join(rows)
-
-
 def _release_facts(prefix: str, data: Release) -> dict[str, str]:
     """A release's versions, images and jemalloc paths, each name with ``prefix``: the
     Ray Serve LLM path's release unprefixed, the Compose path's as ``compose_*``."""
@@ -237,7 +220,6 @@ myst_substitutions = {
     "npu_resource": hardware.NPU_RESOURCE,
     "visible_devices_env": envs.VISIBLE_DEVICES_ENV_VAR,
     "noset_visible_devices_env": envs.NOSET_VISIBLE_DEVICES_ENV_VAR,
-    "pin_table": _pin_table(),
     **_bench_figures(),
     # The loads and bounds tests/resilience asserts, as docs/troubleshooting.md states them.
     **{

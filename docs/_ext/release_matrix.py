@@ -1,6 +1,8 @@
 """The ``release-matrix`` directive: every supported vLLM-Ascend release and its paths;
-and ``release-differences``: the DeepSeek-V4-Flash tutorial's settings that differ
-between them.
+``release-differences``: the DeepSeek-V4-Flash tutorial's settings that differ
+between them; and ``ray-pairings``: each Ray, the vLLM its Serve LLM pins, the
+releases that carry that vLLM, and which vLLMs it served beside when measured
+(``nox -s pairings``, :mod:`ray_serve_npu.releases.pairings`).
 
 One row per release data file (:mod:`ray_serve_npu.releases`): the vLLM, CANN and
 torch_npu its images carry, its images per node kind, and for each path whether it
@@ -25,10 +27,12 @@ from typing import Any
 
 from docutils import nodes
 from editions import code_cell, edition_texts
+from packaging.version import Version
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from upstream_links import UPSTREAMS, resolve
 
+from ray_serve_npu import compat
 from ray_serve_npu.releases import (
     DATA_DIR,
     OPERATING_SYSTEMS,
@@ -39,6 +43,7 @@ from ray_serve_npu.releases import (
     Release,
     differing_settings,
 )
+from ray_serve_npu.releases.pairings import PAIRINGS_FILE, MeasuredPair, Pairings, pairings
 
 #: Every fixed text of the table, per language; ``code`` in backticks.
 TEXTS: dict[str, dict[str, str]] = {
@@ -67,6 +72,19 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_setting": "Setting",
         "not_set": "not set",
         "tutorial_lines": "The tutorial's lines",
+        "head_ray": "Ray",
+        "head_pin": "vLLM its Serve LLM pins",
+        "head_carried": "vLLM-Ascend releases with that vLLM",
+        "head_measured": "Measured beside, on the fake-NPU tier",
+        "carried_exact": "`{tag}` (vLLM {vllm})",
+        "carried_series": "`{tag}` (vLLM {vllm}, same series)",
+        "carried_none": "none",
+        "measured_none": "not measured",
+        "served": "vLLM {vllm}{carried}: serves ({date})",
+        "stopped": "vLLM {vllm}{carried}: stops at {step} ({date}): `{error}`",
+        "carried_by": " (`{tags}`)",
+        "installed_head": "How each measured pair was installed",
+        "pair": "ray {ray} beside vLLM {vllm}",
     },
     "zh_CN": {
         "head_release": "vLLM-Ascend",
@@ -93,6 +111,19 @@ TEXTS: dict[str, dict[str, str]] = {
         "head_setting": "设置",
         "not_set": "未设置",
         "tutorial_lines": "教程所在行",
+        "head_ray": "Ray",
+        "head_pin": "其 Serve LLM 锁定的 vLLM",
+        "head_carried": "带有该 vLLM 的 vLLM-Ascend 版本",
+        "head_measured": "在模拟 NPU 层上实测搭配",
+        "carried_exact": "`{tag}`（vLLM {vllm}）",
+        "carried_series": "`{tag}`（vLLM {vllm}，同一系列）",
+        "carried_none": "无",
+        "measured_none": "未实测",
+        "served": "vLLM {vllm}{carried}：可以提供服务（{date}）",
+        "stopped": "vLLM {vllm}{carried}：停在 {step} 步骤（{date}）：`{error}`",
+        "carried_by": "（`{tags}`）",
+        "installed_head": "每个实测组合的安装方式",
+        "pair": "ray {ray} 搭配 vLLM {vllm}",
     },
 }
 
@@ -228,6 +259,83 @@ def release_differences(releases: Iterable[Release], words: dict[str, str]) -> n
     return table
 
 
+def _carried(releases: Iterable[Release], pinned: str, words: dict[str, str]) -> list[str]:
+    """The releases whose vLLM is the pin, or of its series, newest first."""
+    lines = []
+    for data in reversed(list(releases)):
+        if data.vllm == pinned:
+            lines.append(words["carried_exact"].format(tag=data.tag, vllm=data.vllm))
+        elif Version(data.vllm).release[:2] == Version(pinned).release[:2]:
+            lines.append(words["carried_series"].format(tag=data.tag, vllm=data.vllm))
+    return lines or [words["carried_none"]]
+
+
+def _measured(
+    pairs: list[MeasuredPair], releases: list[Release], words: dict[str, str]
+) -> list[str]:
+    """Each vLLM measured beside the Ray, with the releases that carry that very vLLM."""
+    lines = []
+    for pair in pairs:
+        tags = [data.tag for data in releases if data.vllm == pair.vllm]
+        carried = words["carried_by"].format(tags="`, `".join(tags)) if tags else ""
+        if pair.serves:
+            lines.append(words["served"].format(vllm=pair.vllm, carried=carried, date=pair.date))
+            continue
+        lines.append(
+            words["stopped"].format(
+                vllm=pair.vllm,
+                carried=carried,
+                step=pair.steps[-1].step.value,
+                date=pair.date,
+                # A backtick would end the cell's code span early.
+                error=" ".join((pair.first_error or "").split()).replace("`", "'"),
+            )
+        )
+    return lines or [words["measured_none"]]
+
+
+def ray_pairings(
+    pins: dict[str, str],
+    releases: Iterable[Release],
+    measured: Pairings,
+    words: dict[str, str],
+) -> list[nodes.Node]:
+    """One row per Ray that pins a vLLM, newest first; then how each measured pair was
+    installed, as the pairing session wrote it."""
+    releases = list(releases)
+    headers = ["head_ray", "head_pin", "head_carried", "head_measured"]
+    table = nodes.table(classes=["ray-pairings"])
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    group += [nodes.colspec(colwidth=width) for width in (10, 14, 26, 50)]
+    head = nodes.thead()
+    head += nodes.row("", *(code_cell(words[header]) for header in headers))
+    group += head
+    body = nodes.tbody()
+    group += body
+    for ray, pinned in reversed(list(pins.items())):
+        body += nodes.row(
+            "",
+            code_cell(ray),
+            code_cell(pinned),
+            code_cell(*_carried(releases, pinned, words)),
+            code_cell(*_measured(measured.beside_ray(ray), releases, words)),
+        )
+    installed = nodes.definition_list(classes=["ray-pairings-installed"])
+    for pair in sorted(measured.pairs, key=lambda p: (Version(p.ray), Version(p.vllm))):
+        item = nodes.definition_list_item()
+        item += nodes.term("", words["pair"].format(ray=pair.ray, vllm=pair.vllm))
+        definition = nodes.definition()
+        definition += nodes.paragraph("", " ".join(pair.installed.split()))
+        item += definition
+        installed += item
+    # Not for the gettext builder: the text is already in the build's language.
+    heading = nodes.paragraph(
+        "", "", nodes.strong("", words["installed_head"]), translatable=False
+    )
+    return [table, heading, installed]
+
+
 def _note_release_data(directive: SphinxDirective) -> list[Release]:
     """Every release's data; the page is rebuilt when a data file changes."""
     releases = list(RELEASES.values())
@@ -246,6 +354,18 @@ class ReleaseDifferences(SphinxDirective):
         return [release_differences(_note_release_data(self), texts(self.config.language))]
 
 
+class RayPairings(SphinxDirective):
+    """``{ray-pairings}``: each Ray's pin, the releases with that vLLM, and what was measured."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        releases = _note_release_data(self)
+        self.env.note_dependency(str(PAIRINGS_FILE))
+        words = texts(self.config.language)
+        return ray_pairings(compat.RAY_VLLM_PINS, releases, pairings(), words)
+
+
 class ReleaseMatrix(SphinxDirective):
     """``{release-matrix}``: every supported release, its stack, images and paths."""
 
@@ -259,4 +379,5 @@ class ReleaseMatrix(SphinxDirective):
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("release-matrix", ReleaseMatrix)
     app.add_directive("release-differences", ReleaseDifferences)
+    app.add_directive("ray-pairings", RayPairings)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -18,6 +18,7 @@ import pytest
 from docutils import nodes
 from ruamel.yaml import YAML
 
+from ray_serve_npu import compat
 from ray_serve_npu.releases import (
     DATA_DIR,
     OPERATING_SYSTEMS,
@@ -26,12 +27,19 @@ from ray_serve_npu.releases import (
     differing_settings,
 )
 from ray_serve_npu.releases import releases as load_releases
+from ray_serve_npu.releases.pairings import Pairings, Step, StepResult, pairings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 
-from release_matrix import TEXTS, release_differences, release_matrix, texts  # noqa: E402
+from release_matrix import (  # noqa: E402
+    TEXTS,
+    ray_pairings,
+    release_differences,
+    release_matrix,
+    texts,
+)
 
 
 def _rows(table: nodes.table) -> dict[str, str]:
@@ -215,3 +223,59 @@ def test_differences_table_follows_a_planted_difference(tmp_path: Path) -> None:
 
 def test_the_tuning_page_shows_the_differences() -> None:
     assert "```{release-differences}\n```" in (DOCS / "tuning.md").read_text()
+
+
+def _pairings_rows(table: nodes.table) -> dict[str, list[str]]:
+    """Each body row's cells' text, by the Ray in its first cell."""
+    return {
+        row[0].astext(): [" ".join(cell.astext().split()) for cell in row]
+        for row in table.findall(nodes.row)
+        if isinstance(row.parent, nodes.tbody)
+    }
+
+
+@pytest.mark.parametrize("language", list(TEXTS))
+def test_the_pairings_table_has_each_pin_its_releases_and_what_was_measured(
+    language: str,
+) -> None:
+    words = texts(language)
+    table, _, installed = ray_pairings(compat.RAY_VLLM_PINS, RELEASES.values(), pairings(), words)
+    rows = _pairings_rows(table)
+    assert list(rows) == list(reversed(compat.RAY_VLLM_PINS)), "one row per pin, newest first"
+    for ray, pinned in compat.RAY_VLLM_PINS.items():
+        _, pin, carried, measured = rows[ray]
+        assert pin == pinned
+        series = [
+            d.tag for d in RELEASES.values() if d.vllm.split(".")[:2] == pinned.split(".")[:2]
+        ]
+        assert [tag for tag in RELEASES if tag in carried] == series
+        pairs = pairings().beside_ray(ray)
+        assert (measured == words["measured_none"]) == (not pairs)
+        for pair in pairs:
+            assert f"vLLM {pair.vllm}" in measured and pair.date in measured
+    # How each pair was installed, as the session wrote it.
+    assert len(list(installed.findall(nodes.definition_list_item))) == len(pairings().pairs)
+    for pair in pairings().pairs:
+        assert " ".join(pair.installed.split()) in installed.astext()
+
+
+def test_a_pair_that_stops_shows_its_step_and_first_error() -> None:
+    served = pairings().pairs[0]
+    stopped = served.model_copy(
+        update={
+            "ray": "2.59.0",
+            "steps": [
+                served.steps[0],
+                StepResult(step=Step.IMPORT, passed=False, seconds=1.0, error="ImportError: `x`"),
+            ],
+        }
+    )
+    measured = Pairings(command="nox -s pairings", pairs=[served, stopped])
+    words = texts("en")
+    table, *_ = ray_pairings(compat.RAY_VLLM_PINS, RELEASES.values(), measured, words)
+    cell = _pairings_rows(table)["2.59.0"][3]
+    assert f"vLLM {stopped.vllm}" in cell and "stops at import" in cell
+    # The error is quoted whole, its backticks made quotes so the code span holds.
+    assert "ImportError: 'x'" in cell
+    tags = [d.tag for d in RELEASES.values() if d.vllm == stopped.vllm]
+    assert all(tag in cell for tag in tags)

@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from ray_serve_npu import compat
 from ray_serve_npu.releases import RELEASES, SERVE_LLM_RELEASE, Release
+from ray_serve_npu.releases.pairings import pairings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "recipes" / "Dockerfile"
@@ -104,19 +105,38 @@ def test_the_check_passes_only_a_pairing_the_data_holds(tag: str, ray: str) -> N
     data: Release = RELEASES[tag]
     result = _run(tag, data.image("A3"), ray)
     paired = data.pairing.ray
-    if paired is not None and _series(paired) == _series(ray):
+    pinned = paired is not None and _series(paired) == _series(ray)
+    measured = pairings().serves(ray, data.vllm)
+    if pinned or measured:
         assert result.returncode == 0, result.stderr
         assert f"vLLM {data.vllm}" in result.stdout and f"ray {ray}" in result.stdout
+        assert ("(pinned)" if pinned else "(measured)") in result.stdout
         return
     assert result.returncode != 0
     message = result.stderr.strip().splitlines()[-1]
     assert "Traceback" not in result.stderr
-    # Both versions, and the Ray that pairs (or that none does).
+    # Both versions, and the Ray that pairs (or that none does), and the Rays measured.
     assert f"vLLM {data.vllm}" in message and f"ray {ray}" in message
     if paired is None:
-        assert "nor with any Ray" in message
+        assert "no Ray's Serve LLM pins that vLLM" in message
     else:
         assert f"RAY_VERSION={paired}" in message
+    served = pairings().serving_rays(data.vllm)
+    assert all(served_ray in message for served_ray in served)
+
+
+def test_a_ray_measured_serving_beside_a_releases_vllm_passes() -> None:
+    (pair, *_) = [
+        pair
+        for pair in pairings().pairs
+        for data in RELEASES.values()
+        if pair.serves and pair.vllm == data.vllm and data.pairing.ray is not None
+        and _series(pair.ray) != _series(data.pairing.ray)
+    ]  # fmt: skip
+    (data,) = [data for data in RELEASES.values() if data.vllm == pair.vllm]
+    result = _run(data.tag, data.image("A2"), pair.ray)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith(f"pairs with ray {pair.ray} (measured)")
 
 
 def test_a_patch_release_of_the_paired_series_passes() -> None:

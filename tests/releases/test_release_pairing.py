@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
+import ray_serve_npu.releases as releases_package
 from ray_serve_npu import compat
 from ray_serve_npu.releases import RELEASES, NoPairingError, PairingError, check_pairing, release
+from ray_serve_npu.releases.pairings import Pairings, Step, StepResult, pairings
 
 
 def _series(version: str) -> tuple[int, ...]:
@@ -54,8 +56,58 @@ def test_v0_23_0_pairs_with_no_ray_and_says_why(ray_version: str) -> None:
     with pytest.raises(NoPairingError) as error:
         check_pairing("v0.23.0", ray_version)
     message = str(error.value)
-    assert "vLLM-Ascend v0.23.0 (vLLM 0.23.0) pairs with no Ray release" in message
+    assert (
+        f"ray {ray_version} does not pair with vLLM-Ascend v0.23.0 (vLLM 0.23.0), "
+        "and no Ray's Serve LLM pins that vLLM"
+    ) in message
     assert "no engine was started" in message
+
+
+def _measured(monkeypatch: pytest.MonkeyPatch, *pairs: tuple[str, str, bool]) -> None:
+    """Make the measurements check_pairing reads these (ray, vllm, served) pairs."""
+    template = pairings().pairs[0]
+    served_steps = [s for s in template.steps]
+    made = [
+        template.model_copy(
+            update={
+                "ray": ray,
+                "vllm": vllm,
+                "steps": served_steps
+                if served
+                else [
+                    *served_steps[:-1],
+                    StepResult(step=Step.SERVE, passed=False, seconds=1.0, error="E: no"),
+                ],
+            }
+        )
+        for ray, vllm, served in pairs
+    ]
+    measured = Pairings(command="nox -s pairings", pairs=made)
+    monkeypatch.setattr(releases_package, "pairings", lambda: measured)
+
+
+def test_a_ray_measured_serving_beside_the_vllm_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    _measured(monkeypatch, ("2.59.0", "0.25.1", True), ("2.60.0", "0.25.1", False))
+    assert check_pairing("v0.25.1rc1", "2.57.1") == "pinned"
+    assert check_pairing("v0.25.1rc1", "2.59.0") == "measured"
+    # Measured, but it did not serve: refused, and the refusal names the Ray that did.
+    with pytest.raises(PairingError) as error:
+        check_pairing("v0.25.1rc1", "2.60.0")
+    assert "Measured serving beside vLLM 0.25.1 on the fake-NPU tier: ray 2.59.0." in str(
+        error.value
+    )
+    # A measured pair is this very Ray, not its series.
+    with pytest.raises(PairingError):
+        check_pairing("v0.25.1rc1", "2.59.1")
+
+
+def test_a_release_no_ray_pins_pairs_with_a_ray_measured_serving_beside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _measured(monkeypatch, ("2.57.1", "0.23.0", True))
+    assert check_pairing("v0.23.0", "2.57.1") == "measured"
+    with pytest.raises(NoPairingError, match=r"ray 2\.57\.1\.$"):
+        check_pairing("v0.23.0", "2.56.1")
 
 
 def test_v0_23_0_records_what_was_measured() -> None:

@@ -14,6 +14,10 @@ files; it imports no Ray.
 
 from __future__ import annotations
 
+from typing import Literal
+
+from packaging.version import Version
+
 from ray_serve_npu.releases.images import ImageRef
 from ray_serve_npu.releases.images import parse_image as _parse_image
 from ray_serve_npu.releases.loader import (
@@ -38,6 +42,7 @@ from ray_serve_npu.releases.model import (
     TutorialRun,
     differing_settings,
 )
+from ray_serve_npu.releases.pairings import pairings
 
 #: Every supported release, oldest first, by tag.
 RELEASES: dict[str, Release] = releases()
@@ -85,13 +90,44 @@ __all__ = [
 ]
 
 
-def check_pairing(tag: str, ray_version: str) -> None:
-    """Raise :class:`PairingError` unless the data pairs ``ray_version`` with release ``tag``.
+def check_pairing(tag: str, ray_version: str) -> Literal["pinned", "measured"]:
+    """How ``ray_version`` pairs with release ``tag``, or :class:`PairingError` (a Ray of
+    another series than the data's) or :class:`NoPairingError` (no Ray's Serve LLM pins
+    the release's vLLM) where it doesn't.
 
-    The pairing is by Ray series (``2.56.x``): the data names one Ray release,
-    and any patch release of its series pairs too.
+    ``pinned``: the Ray series the data pairs with (``2.56.x``: the data names one Ray
+    release, and any patch release of its series pairs too). ``measured``: this very
+    Ray served the release's vLLM when ``nox -s pairings`` measured them (:mod:`.pairings`).
+    The errors name the Rays that were measured serving beside the release's vLLM.
     """
-    release(tag).check_ray(ray_version)
+    data = release(tag)
+    paired = data.pairing.ray
+    if paired is not None and _series(ray_version) == _series(paired):
+        return "pinned"
+    measured = pairings()
+    if measured.serves(ray_version, data.vllm):
+        return "measured"
+    served = measured.serving_rays(data.vllm)
+    also = (
+        f" Measured serving beside vLLM {data.vllm} on the fake-NPU tier: ray {', '.join(served)}."
+        if served
+        else ""
+    )
+    if paired is None:
+        raise NoPairingError(
+            f"ray {ray_version} does not pair with vLLM-Ascend {tag} (vLLM {data.vllm}), "
+            f"and no Ray's Serve LLM pins that vLLM: {' '.join(data.pairing.reason.split())}"
+            f"{also}"
+        )
+    major, minor = _series(paired)
+    raise PairingError(
+        f"ray {ray_version} does not pair with vLLM-Ascend {tag} (vLLM {data.vllm}); "
+        f"the Ray that does is {major}.{minor}.x: pip install 'ray[serve]~={paired}'.{also}"
+    )
+
+
+def _series(version: str) -> tuple[int, ...]:
+    return Version(version).release[:2]
 
 
 def parse_image(image: str) -> ImageRef | None:

@@ -330,17 +330,6 @@ class Release(_Strict):
             )
         return self.pairing.ray
 
-    def check_ray(self, ray_version: str) -> None:
-        """Raise unless ``ray_version`` is of the Ray series the data pairs with this release."""
-        paired = self.ray
-        if Version(ray_version).release[:2] != Version(paired).release[:2]:
-            major, minor = Version(paired).release[:2]
-            raise PairingError(
-                f"ray {ray_version} does not pair with vLLM-Ascend {self.tag} "
-                f"(vLLM {self.vllm}); the Ray that does is {major}.{minor}.x: "
-                f"pip install 'ray[serve]~={paired}'"
-            )
-
     def image(self, node_kind: str, os: str = "ubuntu") -> str:
         """The image reference for a node kind (``"A3"``) and base OS."""
         tags = self.images.tags.get(node_kind)

@@ -15,6 +15,7 @@ from enum import Enum
 from functools import cache
 from pathlib import Path
 
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ray_serve_npu.releases.model import BadReleaseDataError
@@ -110,6 +111,22 @@ class Pairings(_Strict):
 
     def pair(self, ray: str, vllm: str) -> MeasuredPair | None:
         return next((p for p in self.pairs if (p.ray, p.vllm) == (ray, vllm)), None)
+
+    def beside(self, vllm: str) -> list[MeasuredPair]:
+        """The pairs measured beside this vLLM, oldest Ray first."""
+        return sorted((p for p in self.pairs if p.vllm == vllm), key=lambda p: Version(p.ray))
+
+    def beside_ray(self, ray: str) -> list[MeasuredPair]:
+        """The pairs measured beside this Ray, oldest vLLM first."""
+        return sorted((p for p in self.pairs if p.ray == ray), key=lambda p: Version(p.vllm))
+
+    def serving_rays(self, vllm: str) -> list[str]:
+        """The Rays whose Serve LLM served this vLLM when measured."""
+        return [pair.ray for pair in self.beside(vllm) if pair.serves]
+
+    def serves(self, ray: str, vllm: str) -> bool:
+        measured = self.pair(ray, vllm)
+        return measured is not None and measured.serves
 
 
 def load_pairings(path: Path = PAIRINGS_FILE) -> Pairings:
