@@ -330,9 +330,7 @@ def ray_pairings(
         item += definition
         installed += item
     # Not for the gettext builder: the text is already in the build's language.
-    heading = nodes.paragraph(
-        "", "", nodes.strong("", words["installed_head"]), translatable=False
-    )
+    heading = nodes.paragraph("", "", nodes.strong("", words["installed_head"]), translatable=False)
     return [table, heading, installed]
 
 
