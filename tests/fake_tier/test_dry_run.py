@@ -241,6 +241,39 @@ def test_a_check_request_that_fails_gets_the_paragraph_not_a_socket_traceback(
     assert failure.error == "FileNotFoundError: /models/DeepSeek-V4-Flash"
 
 
+def test_a_server_command_that_fails_while_the_check_waits_ends_the_wait() -> None:
+    # Serve's proxy and ingress outlive a recipe whose engine failed to deploy: they list
+    # the model and hold the chat request. The command's exit ends the wait, not the timeout.
+    handler = type("Handler", (_ServerUp,), {"models": ["deepseek-v4-flash"], "chat": "slow"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    log = "RuntimeError: Deploying application default failed\n"
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerNotReady) as raised:
+            ask(base_url, "key", lambda: log, timeout_s=60, failed_exit=lambda: 1)
+    finally:
+        server.shutdown()
+    assert time.monotonic() - started < 3, "it waited for the chat instead of the command"
+    assert raised.value.what == "the server command exited with 1 while its check request waited"
+    assert raised.value.error == "RuntimeError: Deploying application default failed"
+
+
+def test_a_server_command_that_exits_zero_is_waited_for() -> None:
+    # A command that exits 0 may have started a detached server: its answer counts.
+    handler = type("Handler", (_ServerUp,), {"models": ["deepseek-v4-flash"], "chat": "slow"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(ServerNotReady) as raised:
+            ask(base_url, "key", lambda: "", timeout_s=0.5, failed_exit=lambda: None)
+    finally:
+        server.shutdown()
+    assert "got no answer (timed out) within 0.5 s" in raised.value.what
+
+
 def test_the_clusters_worker_logs_end_with_the_one_written_last() -> None:
     cluster = FakeNPUCluster()
     try:

@@ -168,13 +168,20 @@ def _get_json(
 
 
 def ask(
-    base_url: str, api_key: str, logs: Callable[[], str], timeout_s: float = CHECK_TIMEOUT_S
+    base_url: str,
+    api_key: str,
+    logs: Callable[[], str],
+    timeout_s: float = CHECK_TIMEOUT_S,
+    failed_exit: Callable[[], int | None] = lambda: None,
 ) -> tuple[str, dict[str, object]]:
     """The model the server lists first, and its answer to one chat request.
 
     A server can list its models before the engine behind them is up (Ray Serve
     LLM's ingress answers ``/v1/models`` from its configs): a request that then gets
-    no answer raises :class:`ServerNotReady` with ``logs()``, not a socket error.
+    no answer raises :class:`ServerNotReady` with ``logs()``, not a socket error. So
+    does a server command that exits with an error while the request waits
+    (``failed_exit``): Serve's proxy and ingress outlive a recipe whose engine failed
+    to deploy, and would hold the request until ``timeout_s``.
     An HTTP error status passes through as ``urllib.error.HTTPError``.
     """
     try:
@@ -183,7 +190,11 @@ def ask(
             raise ServerNotReady(f"it answered at {base_url}, but lists no model", logs())
         model = str(models["data"][0]["id"])
         body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-        reply = _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
+        reply = _while_serving(
+            lambda: _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s),
+            failed_exit,
+            logs,
+        )
     except urllib.error.HTTPError:
         raise
     except (
@@ -199,6 +210,37 @@ def ask(
             logs(),
         ) from None
     return model, dict(reply)
+
+
+#: How often a waiting check request looks at the server command.
+_WATCH_S = 1.0
+
+
+def _while_serving(
+    request: Callable[[], Any], failed_exit: Callable[[], int | None], logs: Callable[[], str]
+) -> Any:
+    """``request()``'s result, unless the server command exits with an error first."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = request()
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            outcome["error"] = error
+
+    # A daemon thread: a request left waiting must not hold the process at exit.
+    worker = threading.Thread(target=run, name="dry-run-check", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(_WATCH_S)
+        code = failed_exit()
+        if worker.is_alive() and code is not None:
+            raise ServerNotReady(
+                f"the server command exited with {code} while its check request waited", logs()
+            )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _wait_for_stop() -> None:
@@ -292,6 +334,7 @@ def _serve_and_ask(
                     server.base_url,
                     tier.api_key,
                     lambda: f"{server.logs()}\n{tier.cluster.worker_logs()}",
+                    failed_exit=server.failed_exit,
                 )
                 print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; {CHAT_LINE_END}")
                 print(json.dumps(reply, indent=2)[:2000])

@@ -119,13 +119,11 @@ class FakeNPUTier:
         ensure_port_free(port)
         compose = self._server_argv(command, cwd)
         argv, extra_env = compose or (["bash", "-c", command], {})
-        server = ProcessServer(
-            base_url=f"http://127.0.0.1:{port}",
-            log_file=self.workdir / f"server-{time.monotonic_ns()}.log",
-        )
+        log_file = self.workdir / f"server-{time.monotonic_ns()}.log"
         process = start_process_group(
-            argv, cwd=cwd, env={**os.environ, **self.env(), **extra_env}, log_file=server.log_file
+            argv, cwd=cwd, env={**os.environ, **self.env(), **extra_env}, log_file=log_file
         )
+        server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)
         try:
             wait_until_ready(server, process, READY_TIMEOUT_S)
             yield server

@@ -27,9 +27,17 @@ class ProcessServer:
 
     base_url: str
     log_file: Path
+    #: The command that serves, where this process started it (None: started elsewhere).
+    process: subprocess.Popen[bytes] | None = None
 
     def logs(self) -> str:
         return self.log_file.read_text(errors="replace")
+
+    def failed_exit(self) -> int | None:
+        """The server command's exit status if it exited with an error, else None (a
+        command that exits 0 may have started a detached server)."""
+        code = self.process.poll() if self.process is not None else None
+        return None if code in (None, 0) else code
 
 
 def ensure_port_free(port: int, host: str = "127.0.0.1", wait_s: float = 60) -> None:
