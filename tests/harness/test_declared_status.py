@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from ray_serve_npu_tooling.harness import scenario
 from ray_serve_npu_tooling.harness.blocks import read_page
+from ray_serve_npu_tooling.harness.markers import MarkerKind
 from ray_serve_npu_tooling.harness.status import Mode, Status, declared_outcomes, page_status
+from ray_serve_npu_tooling.harness.status import calls_docker as status_calls_docker
 
 from .test_pages import PAGE, SeededRepo, seeded  # noqa: F401 (the fixture)
 
@@ -121,6 +123,42 @@ def test_the_table_has_a_row_per_block_and_says_where_docker_is_missing() -> Non
         ["Page", "Block", "Fake-NPU tier", "Ascend runners (declared; no run recorded yet)"],
         ["page", "line 2, bash-skip-fake", "skipped: needs Docker", "would run, but calls docker"],
     ]
+
+
+def test_a_host_block_is_skipped_on_both_tiers_with_its_reason() -> None:
+    # The fake tier has no Docker engine, and Ascend runners run the suite in the container.
+    status = page_status(
+        '% test: host "needs Docker on the Ascend host"\n```bash\ndocker compose config\n```\n',
+        DOCS / "page.md", DOCS,
+    )  # fmt: skip
+    for mode in (Mode.FAKE, Mode.ASCEND):
+        ((_, outcome),) = status.outcomes(mode)
+        assert (outcome.status, outcome.reason) == (
+            Status.SKIPPED,
+            "[host] needs Docker on the Ascend host",
+        ), mode
+    assert status.runs_docker(Mode.ASCEND) == 0
+
+
+def test_a_continuation_line_naming_a_compose_file_is_no_docker_call() -> None:
+    status = page_status(
+        "```bash\nray-serve-npu check serve_npu.py \\\n  docker-compose.yaml\n```\n",
+        DOCS / "page.md", DOCS,
+    )  # fmt: skip
+    assert status.runs_docker(Mode.ASCEND) == 0
+
+
+def test_on_ascend_runners_only_the_compose_server_block_would_call_docker() -> None:
+    # Every other block that calls docker is marked for the host (or skipped), so that
+    # pytest --run-recipes inside the runners' container skips it with its reason. The
+    # Compose page's server block is the one left: the fake tier runs its `vllm serve`.
+    calling = [
+        (page.name, block.kind)
+        for page in sorted(DOCS.glob("*.md"))
+        for block, outcome in page_status(page.read_text(), page, DOCS).outcomes(Mode.ASCEND)
+        if outcome.status is Status.RUN and status_calls_docker(block)
+    ]
+    assert calling == [("vllm-ascend-compose.md", MarkerKind.SERVER)]
 
 
 def _fake_run_pages() -> dict[str, int]:

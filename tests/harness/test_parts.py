@@ -23,6 +23,7 @@ HERE = Location(PAGE, 3)
         ("% test: server", MarkerKind.SERVER, ""),
         ('% test: skip "downloads weights"', MarkerKind.SKIP, "downloads weights"),
         ('% test: skip-fake "needs NPUs"', MarkerKind.SKIP_FAKE, "needs NPUs"),
+        ('% test: host "needs Docker"', MarkerKind.HOST, "needs Docker"),
     ],
 )
 def test_markers_parse(line: str, kind: MarkerKind, reason: str) -> None:

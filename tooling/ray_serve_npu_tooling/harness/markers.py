@@ -19,14 +19,23 @@ class MarkerKind(enum.Enum):
     OUTPUT = "output"
     SKIP = "skip"
     SKIP_FAKE = "skip-fake"
+    #: Runs on the Ascend node's host, where the Docker engine is: the fake tier has
+    #: none, and the Ascend runners run the suite inside the container.
+    HOST = "host"
 
 
 #: Kinds that must say why.
-_NEEDS_REASON = {MarkerKind.SKIP, MarkerKind.SKIP_FAKE}
+_NEEDS_REASON = {MarkerKind.SKIP, MarkerKind.SKIP_FAKE, MarkerKind.HOST}
 _USAGE = (
-    '`% test: cluster`, `% test: server`, `% test: output`, `% test: skip "reason"` '
-    'or `% test: skip-fake "reason"`'
+    '`% test: cluster`, `% test: server`, `% test: output`, `% test: skip "reason"`, '
+    '`% test: skip-fake "reason"` or `% test: host "reason"`'
 )
+
+
+def skipped_on(kind: MarkerKind | None, *, fake: bool) -> bool:
+    """Whether a block with this marker is skipped, on the fake tier or on Ascend runners
+    (whose suite runs inside the container, with no Docker engine)."""
+    return kind in (MarkerKind.SKIP, MarkerKind.HOST) or (kind is MarkerKind.SKIP_FAKE and fake)
 
 
 @dataclass(frozen=True)

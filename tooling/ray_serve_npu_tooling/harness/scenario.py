@@ -15,7 +15,7 @@ import pytest
 from ray_serve_npu_tooling.harness.tier import Server, Tier
 
 from .blocks import Block, Language
-from .markers import MarkerKind
+from .markers import MarkerKind, skipped_on
 from .output import compare_output
 from .problems import PageProblem
 from .server_config import ServerConfig
@@ -57,8 +57,7 @@ class PageScenario:
     def run(self, block: Block, server: ServerConfig | None) -> None:
         """Run ``block`` as a reader would; skip it (with the page's reason) where the page says."""
         kind = block.kind
-        skipped_here = kind is MarkerKind.SKIP or (kind is MarkerKind.SKIP_FAKE and self.tier.fake)
-        if block.marker and skipped_here:
+        if block.marker and skipped_on(kind, fake=self.tier.fake):
             self._last_output = None
             self._skip(block, f"[{kind.value}] {block.marker.reason}")
         if kind is MarkerKind.OUTPUT:

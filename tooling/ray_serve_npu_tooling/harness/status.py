@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .blocks import Block, Language, PageItem, read_page
-from .markers import MarkerKind
+from .markers import MarkerKind, skipped_on
 
 
 class Status(enum.Enum):
@@ -54,7 +54,8 @@ CLUSTER_ON_FAKE = "replaced by the fake tier's own Ray cluster"
 OUTPUT_OF_SKIPPED = "expected output of the previous block, which did not run"
 #: A shell line that runs Docker. The Ascend runners' job runs inside a container
 #: (.github/workflows/ascend-recipes.yml) that has no Docker, so such a block can't run there.
-_DOCKER_LINE = re.compile(r"^\s*(?:sudo\s+)?docker\b")
+#: A command line that runs ``docker`` (not a continuation naming ``docker-compose.yaml``).
+_DOCKER_LINE = re.compile(r"^\s*(?:sudo\s+)?docker(?:\s|$)")
 
 
 def declared_outcomes(items: Iterable[PageItem], mode: Mode) -> list[tuple[Block, Outcome]]:
@@ -80,9 +81,7 @@ def _declared(block: Block, previous: tuple[Block, Outcome] | None, mode: Mode) 
     if mode is Mode.STATIC:
         return STATIC
     fake = mode is Mode.FAKE
-    if block.marker is not None and (
-        kind is MarkerKind.SKIP or (kind is MarkerKind.SKIP_FAKE and fake)
-    ):
+    if block.marker is not None and skipped_on(kind, fake=fake):
         return Outcome(Status.SKIPPED, f"[{block.marker.kind.value}] {block.marker.reason}")
     if kind is MarkerKind.OUTPUT:
         # Compared with what the block before printed; server and cluster blocks print none.
