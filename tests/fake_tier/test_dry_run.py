@@ -11,6 +11,8 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -30,7 +32,12 @@ from ray_serve_npu.fake_npu.dry_run import (
     fake_tier_changes,
     not_ready_paragraph,
 )
-from ray_serve_npu.fake_npu.processes import ServerNotReady, last_error
+from ray_serve_npu.fake_npu.processes import (
+    ProcessServer,
+    ServerNotReady,
+    last_error,
+    wait_until_ready,
+)
 
 ROOT = Path(__file__).parents[2]
 
@@ -285,3 +292,33 @@ def test_the_clusters_worker_logs_end_with_the_one_written_last() -> None:
         assert cluster.worker_logs().split() == ["worker-b.err", "worker-a.err"]
     finally:
         shutil.rmtree(cluster.temp_dir)
+
+
+@pytest.mark.parametrize(
+    ("status", "ready"), [(401, True), (400, True), (404, False), (503, False)]
+)
+def test_waiting_for_a_server_ends_when_the_app_itself_answers(status: int, ready: bool) -> None:
+    # 400: Ray 2.56.1's ingress beside fastapi 0.139.1 answers every /v1/models with
+    # "Field required at ('query', 'self')"; waiting 600 s more would change nothing.
+    handler = type(
+        "Handler",
+        (http.server.BaseHTTPRequestHandler,),
+        {
+            "do_GET": lambda self: (self.send_response(status), self.end_headers()),
+            "log_message": lambda self, *args: None,
+        },
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        served = ProcessServer(base_url, Path(os.devnull), process)
+        if ready:
+            wait_until_ready(served, process, timeout_s=5)
+        else:
+            with pytest.raises(ServerNotReady, match="did not answer in 1 s"):
+                wait_until_ready(served, process, timeout_s=1)
+    finally:
+        process.kill()
+        server.shutdown()

@@ -19,6 +19,8 @@ STOP_TIMEOUT_S = 60
 #: page's server never meets another one there.
 PAGES_PORT = 8000
 _POLL_S = 2.0
+#: Statuses that only the app itself, not Serve's proxy before it, answers /v1/models with.
+_APP_ANSWERS = frozenset({400, 401, 403, 405, 422})
 
 
 @dataclass
@@ -146,8 +148,11 @@ def wait_until_ready(
             with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):
                 return
         except urllib.error.HTTPError as error:
-            # The app answers; it wants the API key that the page's clients send.
-            if error.code == 401:
+            # The app answers: it wants the API key that the page's clients send (401), or
+            # refuses the request as it would refuse a client's (400, 422: the clients'
+            # check request then shows why). Before the app is up, Serve's proxy answers
+            # 404 (no route yet) or 5xx.
+            if error.code in _APP_ANSWERS:
                 return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
