@@ -44,7 +44,7 @@ RAY_STACKS: dict[str, list[str]] = {
     # bench: tests/bench run the sweep tool, which draws its plots with matplotlib.
     "2.60.0": ["ray[serve]==2.60.0", ".[cpu-engine,test,bench]"],
     # fastapi: with vLLM 0.22.0, pip takes the newest fastapi, and Ray 2.56.1's
-    # Serve can't pickle apps of fastapi 0.139.2 and later
+    # Serve answers 400 to every request under fastapi 0.137 and later
     # (src/ray_serve_npu/compat.py, RAY_2_56_FASTAPI); 0.136.3 is what the 2.57.1
     # stack resolves under vLLM 0.25.1's cap.
     "2.56.1": ["ray[serve]==2.56.1", "vllm==0.22.0", "fastapi==0.136.3", "pyarrow", ".[test]"],

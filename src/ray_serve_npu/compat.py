@@ -31,12 +31,16 @@ RAY_VLLM_PINS: dict[str, str] = {
 }
 
 
-#: The fastapi releases Ray 2.56's Serve can deploy. fastapi 0.139.2 put a lock
-#: into its app objects, which Serve must pickle ("cannot pickle '_thread.lock'
-#: object", ray-project/ray#64939); Ray fixed that after 2.56 (#64814) without a
-#: 2.56 backport. vLLM 0.22 asks only for fastapi>=0.115.0, so an image may carry
-#: a newer one. Bisected with Ray 2.56.1: 0.139.1 deploys, 0.139.2 fails.
-RAY_2_56_FASTAPI = SpecifierSet("<0.139.2")
+#: The fastapi releases with which Ray 2.56's Serve runs Ray Serve LLM's ingress.
+#: From 0.137 on, routes that went through ``include_router`` escape Serve's
+#: class-based-view transform, so ``self`` stays a required query parameter and
+#: every request gets 400 "Field required at ('query', 'self')" (ray-project/ray#64475,
+#: reported on 2.55.1; measured here with Ray 2.56.1 beside fastapi 0.139.1 by
+#: nox -s pairings). From 0.139.2 on, Serve can't even pickle the app ("cannot pickle
+#: '_thread.lock' object", ray-project/ray#64939, fixed after 2.56 by #64814). vLLM
+#: 0.22 asks only for fastapi>=0.115.0, so an image may carry a newer one; vLLM 0.25.1
+#: and later ask for <0.137 themselves.
+RAY_2_56_FASTAPI = SpecifierSet("<0.137")
 
 
 # Every fact that varies by vLLM-Ascend release is release data, read and typed by

@@ -29,7 +29,7 @@ def test_the_recipes_state_the_package_pins() -> None:
 
 #: A recipe's pin planted wrong, and the start of what the check says of it.
 DRIFTS = [
-    ("Dockerfile", '"fastapi<0.139.2" ', "", 'pip must install "fastapi<0.139.2", which ray 2.56'),
+    ("Dockerfile", '"fastapi<0.137" ', "", 'pip must install "fastapi<0.137", which ray 2.56'),
     ("Dockerfile", "ARG RAY_VERSION=2.57.1", "ARG RAY_VERSION=2.60.0", "RAY_VERSION is 2.60.0"),
     # A Compose file of another release than the Compose path's.
     (
