@@ -53,6 +53,8 @@ RESULTS = ROOT / "src" / "ray_serve_npu" / "releases" / PAIRINGS_FILE.name
 COMMAND = "nox -s pairings"
 #: torch and the companions vLLM's CPU build pins beside it; the plain torch replaces them.
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio", "torchcodec"}
+#: Removed from every pair's environment after the install (PairRun.install says why).
+_UNUSED_MEDIA_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
 #: A step's command may take this long (the serve step starts a cluster and an engine).
 STEP_TIMEOUT_S = 900
 
@@ -185,7 +187,12 @@ class PairRun:
         ok, output = self._pip(str(ROOT), ray, fastapi)
         if not ok:
             return False, output
-        _run([self.python, "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio"])
+        # As nox's sessions do: the CUDA torchvision and torchaudio break `import vllm`.
+        # And torchcodec, which needs FFmpeg's libraries that this machine lacks: vLLM
+        # 0.27.0 imports it with vllm.multimodal and catches only ImportError and
+        # RuntimeError, not the OSError it raises then. None of them serves text.
+        _run([self.python, "-m", "pip", "uninstall", "-y", "-q", *_UNUSED_MEDIA_PACKAGES])
+        self.installed += f"; then {' '.join(_UNUSED_MEDIA_PACKAGES)} uninstalled"
         return True, ""
 
     def check_import(self) -> tuple[bool, str]:
