@@ -579,20 +579,3 @@ def test_setting_names_that_only_contain_token_are_not_secrets(tmp_path, guide_t
         'PYTHONHASHSEED: "0"\n      TOKENIZERS_PARALLELISM: "false"',
     )
     assert "secret-in-file" not in {f.rule_id for f in check_file(path)}
-
-
-def test_dry_run_without_its_extra_names_the_extra_not_a_traceback(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import importlib.util
-
-    from ray_serve_npu.cli import main as command
-
-    found = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "psutil" else found(name, *a)
-    )
-    assert command(["dry-run", "--help"]) == 2
-    error = capsys.readouterr().err
-    assert "ray-serve-npu dry-run: needs psutil, which the 'cpu-engine' extra installs" in error
-    assert "Fix: pip install 'ray-serve-npu[cpu-engine]'" in error

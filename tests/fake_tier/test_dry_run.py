@@ -267,18 +267,54 @@ def test_a_server_command_that_fails_while_the_check_waits_ends_the_wait() -> No
     assert raised.value.error == "RuntimeError: Deploying application default failed"
 
 
-def test_a_server_command_that_exits_zero_is_waited_for() -> None:
+class _ModelsHeld(_ServerUp):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        time.sleep(5)
+
+
+def test_a_server_command_that_fails_while_models_is_held_ends_the_wait() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelsHeld)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerNotReady, match="exited with 1 while its check request waited"):
+            ask(base_url, "key", lambda: "", timeout_s=60, failed_exit=lambda: 1)
+    finally:
+        server.shutdown()
+    assert time.monotonic() - started < 3
+
+
+def test_a_server_command_that_exits_zero_is_waited_for(tmp_path: Path) -> None:
     # A command that exits 0 may have started a detached server: its answer counts.
     handler = type("Handler", (_ServerUp,), {"models": ["deepseek-v4-flash"], "chat": "slow"})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    exited = ProcessServer(base_url, tmp_path / "log", subprocess.Popen(["true"]))
+    assert exited.process is not None
+    exited.process.wait()
     try:
+        # The slow chat takes 3 s, past the 1 s watch: the exit was seen, and waited past.
         with pytest.raises(ServerNotReady) as raised:
-            ask(base_url, "key", lambda: "", timeout_s=0.5, failed_exit=lambda: None)
+            ask(base_url, "key", lambda: "", timeout_s=2.5, failed_exit=exited.failed_exit)
     finally:
         server.shutdown()
-    assert "got no answer (timed out) within 0.5 s" in raised.value.what
+    assert "got no answer (timed out) within 2.5 s" in raised.value.what
+
+
+def test_a_server_commands_failed_exit_is_its_error_status_only(tmp_path: Path) -> None:
+    statuses = {}
+    for argv in (["true"], ["false"]):
+        process = subprocess.Popen(argv)
+        process.wait()
+        statuses[argv[0]] = ProcessServer("", tmp_path / "log", process).failed_exit()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        statuses["running"] = ProcessServer("", tmp_path / "log", running).failed_exit()
+    finally:
+        running.kill()
+    assert statuses == {"true": None, "false": 1, "running": None}
 
 
 def test_the_clusters_worker_logs_end_with_the_one_written_last() -> None:
@@ -322,3 +358,19 @@ def test_waiting_for_a_server_ends_when_the_app_itself_answers(status: int, read
     finally:
         process.kill()
         server.shutdown()
+
+
+def test_dry_run_without_its_extra_names_the_extra_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "psutil" else found(name, *a)
+    )
+    assert main(["dry-run", "--help"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ray-serve-npu dry-run: needs psutil")
+    assert "which the 'cpu-engine' extra installs" in error
+    assert "Fix: pip install 'ray-serve-npu[cpu-engine]'" in error

@@ -184,17 +184,17 @@ def ask(
     to deploy, and would hold the request until ``timeout_s``.
     An HTTP error status passes through as ``urllib.error.HTTPError``.
     """
-    try:
+
+    def check() -> tuple[str, dict[str, object]]:
         models = _get_json(base_url, "/v1/models", api_key, None, timeout_s)
         if not models.get("data"):
             raise ServerNotReady(f"it answered at {base_url}, but lists no model", logs())
         model = str(models["data"][0]["id"])
         body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-        reply = _while_serving(
-            lambda: _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s),
-            failed_exit,
-            logs,
-        )
+        return model, _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
+
+    try:
+        model, reply = _while_serving(check, failed_exit, logs)
     except urllib.error.HTTPError:
         raise
     except (
@@ -231,13 +231,15 @@ def _while_serving(
     # A daemon thread: a request left waiting must not hold the process at exit.
     worker = threading.Thread(target=run, name="dry-run-check", daemon=True)
     worker.start()
-    while worker.is_alive():
+    code = None
+    while worker.is_alive() and code is None:
         worker.join(_WATCH_S)
         code = failed_exit()
-        if worker.is_alive() and code is not None:
-            raise ServerNotReady(
-                f"the server command exited with {code} while its check request waited", logs()
-            )
+    # The command's exit is the cause, also where the request failed with it.
+    if code is not None and (worker.is_alive() or "error" in outcome):
+        raise ServerNotReady(
+            f"the server command exited with {code} while its check request waited", logs()
+        )
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
