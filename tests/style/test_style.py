@@ -182,9 +182,15 @@ def test_the_clean_pages_acronym_is_checked_where_the_glossary_defines_it(
     assert _findings(tmp_path, "Plain prose.") == [(tp4_line, "glossary-link")]
 
 
-def test_a_linked_term_the_glossary_lacks_is_reported(tmp_path: Path) -> None:
+def test_a_listed_term_the_glossary_lacks_is_reported_as_missing_there(tmp_path: Path) -> None:
     (tmp_path / "glossary.md").write_text(GLOSSARY.replace("gang\n", "gang scheduling\n"))
-    page = CLEAN_PAGE.replace("TP4", "{term}`TP4 <TP>`")
-    assert _findings(tmp_path, "The ranks run as one gang.", page) == [
-        (SEEDED_LINE, "glossary-link")
-    ]
+    page = tmp_path / "page.md"
+    page.write_text(
+        CLEAN_PAGE.replace("TP4", "{term}`TP4 <TP>`").replace(
+            "SEEDED LINE", "The ranks run as one gang."
+        )
+    )
+    (finding,) = [f for f in check_pages(sorted(tmp_path.glob("*.md"))) if f.path == page]
+    assert (finding.line, finding.rule) == (SEEDED_LINE, "glossary-link")
+    assert finding.message == "'gang' has no glossary entry"
+    assert finding.fix == "define it in glossary.md"

@@ -19,8 +19,9 @@ class MarkerKind(enum.Enum):
     OUTPUT = "output"
     SKIP = "skip"
     SKIP_FAKE = "skip-fake"
-    #: Runs on the Ascend node's host, where the Docker engine is: the fake tier has
-    #: none, and the Ascend runners run the suite inside the container.
+    #: For the Ascend node's host, where the Docker engine is: the suite never runs it.
+    #: The fake tier has no Docker engine, and the Ascend runners run the suite inside
+    #: the container; the ascend-recipes workflow takes the host's steps itself.
     HOST = "host"
 
 

@@ -52,9 +52,9 @@ SHOWN = Outcome(Status.SHOWN)
 #: The reason a ``cluster`` block is skipped on a fake tier (the harness adds the tier's name).
 CLUSTER_ON_FAKE = "replaced by the fake tier's own Ray cluster"
 OUTPUT_OF_SKIPPED = "expected output of the previous block, which did not run"
-#: A shell line that runs Docker. The Ascend runners' job runs inside a container
-#: (.github/workflows/ascend-recipes.yml) that has no Docker, so such a block can't run there.
-#: A command line that runs ``docker`` (not a continuation naming ``docker-compose.yaml``).
+#: A shell line that runs ``docker`` (not a continuation naming ``docker-compose.yaml``).
+#: The Ascend runners' job runs inside a container (.github/workflows/ascend-recipes.yml)
+#: that has no Docker, so such a block can't run there.
 _DOCKER_LINE = re.compile(r"^\s*(?:sudo\s+)?docker(?:\s|$)")
 
 
