@@ -36,10 +36,11 @@ RAY_VLLM_PINS: dict[str, str] = {
 #: class-based-view transform, so ``self`` stays a required query parameter and
 #: every request gets 400 "Field required at ('query', 'self')" (ray-project/ray#64475,
 #: reported on 2.55.1; seen here with Ray 2.56.1 beside vLLM 0.22.0 and fastapi
-#: 0.139.1, while under this cap nox -s pairings measured that pair serving). From 0.139.2 on, Serve can't even pickle the app ("cannot pickle
-#: '_thread.lock' object", ray-project/ray#64939, fixed after 2.56 by #64814). vLLM
-#: 0.22 asks only for fastapi>=0.115.0, so an image may carry a newer one; vLLM 0.25.1
-#: and later ask for <0.137 themselves.
+#: 0.139.1, while under this cap nox -s pairings measured that pair serving). From
+#: 0.139.2 on, Serve can't even pickle the app ("cannot pickle '_thread.lock'
+#: object", ray-project/ray#64939, fixed after 2.56 by #64814). vLLM 0.22 asks only
+#: for fastapi>=0.115.0, so an image may carry a newer one; vLLM 0.25.1 and later ask
+#: for <0.137 themselves.
 RAY_2_56_FASTAPI = SpecifierSet("<0.137")
 
 
