@@ -7,14 +7,16 @@ releases that carry that vLLM, and which vLLMs it served beside when measured
 One row per release data file (:mod:`ray_serve_npu.releases`): the vLLM, CANN and
 torch_npu its images carry, its images per node kind, and for each path whether it
 runs on the release. For Ray Serve LLM the release's pairing decides: the Ray the
-data pairs with it, or ``no Ray pairs`` with the data's reason and what was
-measured. Each path's cell in the row of the release its recipes pin says so, with
-the reason ``paths.yaml`` gives. Nothing in the table is typed on a page, so a new
+data pairs with it, else the Rays measured serving beside its vLLM, else ``no Ray
+pairs`` with the data's reason; each Ray measured beside its vLLM follows. Each
+path's cell in the row of the release its recipes pin says so, with the reason
+``paths.yaml`` gives. Nothing in the table is typed on a page, so a new
 data file is a new row.
 
 The fixed words are in the build's language (English, or Chinese for
 ``-D language=zh_CN``), as ``test_status`` does; the data's own sentences (the
-pairing's reason, the measured steps) are quoted as the data files write them. The
+pairing's reason, a measured pair's first error and how it was installed) are quoted
+as the data files write them. The
 table's nodes carry no source, so the gettext builder extracts none of them: the
 catalogues keep no version.
 """
@@ -22,7 +24,7 @@ catalogues keep no version.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from docutils import nodes
@@ -61,9 +63,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "exact": "Supported with Ray {ray}: its Serve LLM pins this very vLLM.",
         "series": "Supported with Ray {ray}: its Serve LLM pins the same vLLM series.",
         "no_ray": "Not supported: no Ray pairs: {reason}",
-        "measured": "Measured on {date}: ray {ray} beside vLLM {vllm}.",
-        "shown": "Shown: {items}.",
-        "not_shown": "Not shown: {items}.",
+        "measured_only": "No Ray pins this vLLM; Ray {rays} served it on the fake-NPU tier "
+        "(vLLM's CPU build, not vLLM-Ascend), and the image build accepts it.",
         "compose": "Supported: `vllm serve` in the release's image, no Ray.",
         "rules": "`ray-serve-npu check` rules: `{rules}`.",
         "no_rules": "`ray-serve-npu check` has no rules for this release yet.",
@@ -80,8 +81,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "carried_series": "`{tag}` (vLLM {vllm}, same series)",
         "carried_none": "none",
         "measured_none": "not measured",
-        "served": "vLLM {vllm}{carried}: serves ({date})",
-        "stopped": "vLLM {vllm}{carried}: stops at {step} ({date}): `{error}`",
+        "served": "{who}: serves ({date})",
+        "stopped": "{who}: stops at {step} ({date}): `{error}`",
         "carried_by": " (`{tags}`)",
         "installed_head": "How each measured pair was installed",
         "pair": "ray {ray} beside vLLM {vllm}",
@@ -100,9 +101,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "exact": "支持，搭配 Ray {ray}：其 Serve LLM 锁定的正是这个 vLLM。",
         "series": "支持，搭配 Ray {ray}：其 Serve LLM 锁定同一系列的 vLLM。",
         "no_ray": "不支持：没有可搭配的 Ray：{reason}",
-        "measured": "{date} 实测：ray {ray} 搭配 vLLM {vllm}。",
-        "shown": "已验证：{items}。",
-        "not_shown": "未验证：{items}。",
+        "measured_only": "没有哪个 Ray 锁定这个 vLLM；Ray {rays} 在模拟 NPU 层上用它提供了服务"
+        "（vLLM 的 CPU 构建，不是 vLLM-Ascend），镜像构建接受它。",
         "compose": "支持：在该版本的镜像中运行 `vllm serve`，不需要 Ray。",
         "rules": "`ray-serve-npu check` 的规则：`{rules}`。",
         "no_rules": "`ray-serve-npu check` 还没有该版本的规则。",
@@ -119,8 +119,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "carried_series": "`{tag}`（vLLM {vllm}，同一系列）",
         "carried_none": "无",
         "measured_none": "未实测",
-        "served": "vLLM {vllm}{carried}：可以提供服务（{date}）",
-        "stopped": "vLLM {vllm}{carried}：停在 {step} 步骤（{date}）：`{error}`",
+        "served": "{who}：可以提供服务（{date}）",
+        "stopped": "{who}：停在 {step} 步骤（{date}）：`{error}`",
         "carried_by": "（`{tags}`）",
         "installed_head": "每个实测组合的安装方式",
         "pair": "ray {ray} 搭配 vLLM {vllm}",
@@ -151,18 +151,18 @@ def _pinned(data: Release, path: str, pins: PathReleases, words: dict[str, str])
     return [words[f"{path}_default"].format(why=" ".join(pin.why.split()))]
 
 
-def _serve_llm(data: Release, words: dict[str, str]) -> list[str]:
+def _serve_llm(data: Release, measured: Pairings, words: dict[str, str]) -> list[str]:
+    """The data's pairing, then each Ray measured beside the release's vLLM."""
     pairing = data.pairing
+    reason = " ".join(pairing.reason.split())
+    served = measured.serving_rays(data.vllm)
     if pairing.ray is not None and pairing.match is not None:
-        return [words[pairing.match].format(ray=pairing.ray), " ".join(pairing.reason.split())]
-    lines = [words["no_ray"].format(reason=" ".join(pairing.reason.split()))]
-    for run in pairing.measured:
-        lines.append(words["measured"].format(date=run.date, ray=run.ray, vllm=run.vllm))
-        if run.shown:
-            lines.append(words["shown"].format(items=words["sep"].join(run.shown)))
-        if run.not_shown:
-            lines.append(words["not_shown"].format(items=words["sep"].join(run.not_shown)))
-    return lines
+        lines = [words[pairing.match].format(ray=pairing.ray), reason]
+    elif served:
+        lines = [words["measured_only"].format(rays=", ".join(served)), reason]
+    else:
+        lines = [words["no_ray"].format(reason=reason)]
+    return lines + _pair_lines(measured.beside(data.vllm), lambda pair: f"Ray {pair.ray}", words)
 
 
 def _compose(data: Release, words: dict[str, str]) -> list[str]:
@@ -171,7 +171,7 @@ def _compose(data: Release, words: dict[str, str]) -> list[str]:
 
 
 def release_matrix(
-    releases: Iterable[Release], words: dict[str, str], pins: PathReleases
+    releases: Iterable[Release], words: dict[str, str], pins: PathReleases, measured: Pairings
 ) -> nodes.table:
     """One row per release, in the reverse of the given order (the data's: oldest first)."""
     headers = ["head_release", "head_stack", "head_images", "head_serve_llm", "head_compose"]
@@ -191,7 +191,7 @@ def release_matrix(
             code_cell(f"`{data.tag}`"),
             code_cell(stack, words["read_in"].format(source=" ".join(data.read_in.split()))),
             code_cell(*_images(data, words)),
-            code_cell(*_pinned(data, "serve_llm", pins, words), *_serve_llm(data, words)),
+            code_cell(*_pinned(data, "serve_llm", pins, words), *_serve_llm(data, measured, words)),
             code_cell(*_pinned(data, "compose", pins, words), *_compose(data, words)),
         )
     return table
@@ -270,28 +270,38 @@ def _carried(releases: Iterable[Release], pinned: str, words: dict[str, str]) ->
     return lines or [words["carried_none"]]
 
 
-def _measured(
-    pairs: list[MeasuredPair], releases: list[Release], words: dict[str, str]
+def _pair_lines(
+    pairs: list[MeasuredPair], who: Callable[[MeasuredPair], str], words: dict[str, str]
 ) -> list[str]:
-    """Each vLLM measured beside the Ray, with the releases that carry that very vLLM."""
+    """One line per measured pair: ``who`` serves, or the step it stopped at and its error."""
     lines = []
     for pair in pairs:
-        tags = [data.tag for data in releases if data.vllm == pair.vllm]
-        carried = words["carried_by"].format(tags="`, `".join(tags)) if tags else ""
         if pair.serves:
-            lines.append(words["served"].format(vllm=pair.vllm, carried=carried, date=pair.date))
+            lines.append(words["served"].format(who=who(pair), date=pair.date))
             continue
         lines.append(
             words["stopped"].format(
-                vllm=pair.vllm,
-                carried=carried,
+                who=who(pair),
                 step=pair.steps[-1].step.value,
                 date=pair.date,
                 # A backtick would end the cell's code span early.
                 error=" ".join((pair.first_error or "").split()).replace("`", "'"),
             )
         )
-    return lines or [words["measured_none"]]
+    return lines
+
+
+def _vllm_and_releases(
+    releases: list[Release], words: dict[str, str]
+) -> Callable[[MeasuredPair], str]:
+    """A pair's vLLM, with the releases that carry that very vLLM."""
+
+    def who(pair: MeasuredPair) -> str:
+        tags = [data.tag for data in releases if data.vllm == pair.vllm]
+        carried = words["carried_by"].format(tags="`, `".join(tags)) if tags else ""
+        return f"vLLM {pair.vllm}{carried}"
+
+    return who
 
 
 def ray_pairings(
@@ -319,7 +329,10 @@ def ray_pairings(
             code_cell(ray),
             code_cell(pinned),
             code_cell(*_carried(releases, pinned, words)),
-            code_cell(*_measured(measured.beside_ray(ray), releases, words)),
+            code_cell(
+                *_pair_lines(measured.beside_ray(ray), _vllm_and_releases(releases, words), words)
+                or [words["measured_none"]]
+            ),
         )
     installed = nodes.definition_list(classes=["ray-pairings-installed"])
     for pair in sorted(measured.pairs, key=lambda p: (Version(p.ray), Version(p.vllm))):
@@ -371,7 +384,9 @@ class ReleaseMatrix(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         releases = _note_release_data(self)
-        return [release_matrix(releases, texts(self.config.language), PATH_RELEASES)]
+        self.env.note_dependency(str(PAIRINGS_FILE))
+        words = texts(self.config.language)
+        return [release_matrix(releases, words, PATH_RELEASES, pairings())]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

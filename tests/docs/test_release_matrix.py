@@ -59,7 +59,7 @@ def _flat(text: str) -> str:
 @pytest.mark.parametrize("language", list(TEXTS))
 def test_every_release_has_a_row_with_its_data(language: str) -> None:
     words = texts(language)
-    rows = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES))
+    rows = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES, pairings()))
     assert list(rows) == list(reversed(RELEASES)), "one row per release, newest first"
     for tag, data in RELEASES.items():
         row = rows[tag]
@@ -74,13 +74,17 @@ def test_every_release_has_a_row_with_its_data(language: str) -> None:
         for kind in data.images.not_published:
             assert f"{kind}" in row
         pairing = data.pairing
+        served = pairings().serving_rays(data.vllm)
         if pairing.ray is not None:
             assert f"Ray {pairing.ray}" in row
+        elif served:
+            assert _flat(words["measured_only"].format(rays=", ".join(served))) in row
         else:
             assert _flat(words["no_ray"].format(reason=pairing.reason)) in row
-            for run in pairing.measured:
-                assert f"ray {run.ray}" in row and f"vLLM {run.vllm}" in row and run.date in row
-                assert all(_flat(step) in row for step in run.shown + run.not_shown)
+        # Every Ray measured beside the release's vLLM, from the pairing session's file.
+        for pair in pairings().beside(data.vllm):
+            line = words["served" if pair.serves else "stopped"].split("{date}")[0]
+            assert line.format(who=f"Ray {pair.ray}", step=pair.steps[-1].step.value) in row
         assert (data.rules or words["no_rules"].strip("`").split("`")[0]) in row
         for path in ("serve_llm", "compose"):
             pin = getattr(PATH_RELEASES, path)
@@ -95,7 +99,7 @@ def test_each_path_is_marked_in_the_row_of_the_release_it_names() -> None:
     pins = PATH_RELEASES.model_copy(
         update={"compose": PATH_RELEASES.compose.model_copy(update={"release": "v0.22.1rc1"})}
     )
-    table = release_matrix(RELEASES.values(), words, pins)
+    table = release_matrix(RELEASES.values(), words, pins, pairings())
     marked = {
         (row[0].astext(), column)
         for row in table.findall(nodes.row)
@@ -122,8 +126,12 @@ def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
         yaml.dump(data, stream)
 
     words = texts("en")
-    before = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES))[newest]
-    after = _rows(release_matrix(load_releases(tmp_path).values(), words, PATH_RELEASES))
+    before = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES, pairings()))[newest]
+    # Nothing measured: the data's own pairing decides the cell.
+    unmeasured = Pairings(command="nox -s pairings", pairs=[])
+    after = _rows(
+        release_matrix(load_releases(tmp_path).values(), words, PATH_RELEASES, unmeasured)
+    )
     assert "77.7.7" in after[newest] and "77.7.7" not in before
     assert "no Ray pairs: a planted reason" in after[newest]
     assert f"CANN {RELEASES[newest].cann}," not in after[newest]
@@ -135,7 +143,7 @@ def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
     for path in tmp_path.glob("v*.yaml"):
         if path != changed:
             shutil.copy(path, fewer / path.name)
-    rows = _rows(release_matrix(load_releases(fewer).values(), words, PATH_RELEASES))
+    rows = _rows(release_matrix(load_releases(fewer).values(), words, PATH_RELEASES, pairings()))
     assert newest not in rows and len(rows) == len(RELEASES) - 1
 
 
@@ -148,7 +156,7 @@ def test_both_editions_have_every_text() -> None:
 def test_no_cell_reaches_the_catalogues() -> None:
     # Sphinx's gettext builder skips a text node without a source (a generated one),
     # so the catalogues keep no version from the table.
-    table = release_matrix(RELEASES.values(), texts("en"), PATH_RELEASES)
+    table = release_matrix(RELEASES.values(), texts("en"), PATH_RELEASES, pairings())
     assert all(not node.source for node in table.findall(nodes.TextElement))
 
 
@@ -279,3 +287,30 @@ def test_a_pair_that_stops_shows_its_step_and_first_error() -> None:
     assert "ImportError: 'x'" in cell
     tags = [d.tag for d in RELEASES.values() if d.vllm == stopped.vllm]
     assert all(tag in cell for tag in tags)
+
+
+def test_a_release_no_ray_pins_names_the_rays_measured_serving_it() -> None:
+    (tag,) = [tag for tag, data in RELEASES.items() if data.pairing.ray is None]
+    vllm = RELEASES[tag].vllm
+    template = pairings().pairs[0]
+    served = template.model_copy(update={"ray": "2.57.1", "vllm": vllm})
+    stopped = template.model_copy(
+        update={
+            "ray": "2.56.1",
+            "vllm": vllm,
+            "steps": [
+                *template.steps[:-1],
+                StepResult(step=Step.SERVE, passed=False, seconds=1.0, error="TypeError: no"),
+            ],
+        }
+    )
+    words = texts("en")
+    only_failed = Pairings(command="nox -s pairings", pairs=[stopped])
+    row = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES, only_failed))[tag]
+    assert "Not supported: no Ray pairs" in row
+    assert f"Ray 2.56.1: stops at serve ({stopped.date}): TypeError: no" in row
+    both = Pairings(command="nox -s pairings", pairs=[stopped, served])
+    row = _rows(release_matrix(RELEASES.values(), words, PATH_RELEASES, both))[tag]
+    assert _flat(words["measured_only"].format(rays="2.57.1")) in row
+    assert "Not supported: no Ray pairs" not in row
+    assert f"Ray 2.57.1: serves ({served.date})" in row

@@ -223,19 +223,6 @@ class Tutorial(_Strict):
         return _for_every_required_kind(runs, "tutorial run")
 
 
-class Measurement(_Strict):
-    """What was run to see whether a Ray's Serve LLM works beside this release's vLLM."""
-
-    ray: VersionString
-    vllm: VersionString
-    date: str
-    #: Steps that passed.
-    shown: list[str]
-    #: Steps that could not be run, so nothing is known about them.
-    not_shown: list[str]
-    how: str
-
-
 class RayPairing(_Strict):
     """The Ray whose Serve LLM runs beside this release's vLLM, or none and why."""
 
@@ -244,9 +231,9 @@ class RayPairing(_Strict):
     #: ``exact``: that Ray's Serve LLM pins this very vLLM; ``series``: it pins
     #: another patch release of the same vLLM ``major.minor``; null with no Ray.
     match: Literal["exact", "series"] | None
-    #: Why this Ray, or why none.
+    #: Why this Ray, or why none. Which Rays were measured beside the release's vLLM
+    #: is the pairing session's (:mod:`ray_serve_npu.releases.pairings`), not this file's.
     reason: str
-    measured: list[Measurement] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> RayPairing:
