@@ -162,3 +162,18 @@ def test_an_unsupported_tag_names_the_supported_ones() -> None:
     assert result.stderr.startswith("VLLM_ASCEND_TAG:")
     assert all(tag in result.stderr for tag in RELEASES)
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("ray", "says"),
+    [
+        ("2.56.0", "RAY_VERSION: ray 2.56.0 is outside the Rays ray-serve-npu supports"),
+        ("latest", "RAY_VERSION: 'latest' is not a version"),
+    ],
+)
+def test_a_ray_the_plugin_does_not_support_stops_the_build(ray: str, says: str) -> None:
+    # 2.56.0 is of v0.22.1rc1's series, but the plugin refuses it at import.
+    data = RELEASES["v0.22.1rc1"]
+    result = _run(data.tag, data.image("A2"), ray)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(says)

@@ -92,27 +92,22 @@ __all__ = [
 
 def check_pairing(tag: str, ray_version: str) -> Literal["pinned", "measured"]:
     """How ``ray_version`` pairs with release ``tag``, or :class:`PairingError` (not a
-    supported Ray, or a Ray of another series than the data's) or :class:`NoPairingError`
+    version, or a Ray of another series than the data's) or :class:`NoPairingError`
     (no Ray's Serve LLM pins the release's vLLM, and none was measured serving it).
 
     ``pinned``: the Ray series the data pairs with (``2.56.x``: the data names one Ray
-    release, and any supported patch release of its series pairs too). ``measured``: this
-    very Ray served the release's vLLM when ``nox -s pairings`` measured them
-    (:mod:`.pairings`). The errors state the facts and name the Rays that pair or were
-    measured serving; each caller adds the fix in its own terms.
+    release, and any patch release of its series pairs too; whether the plugin supports
+    that Ray is for :data:`ray_serve_npu.compat.SUPPORTED_RAY`, which the caller
+    checks). ``measured``: this very Ray served the release's vLLM when
+    ``nox -s pairings`` measured them (:mod:`.pairings`). The errors state the facts
+    and name the Rays that pair or were measured serving; each caller adds the fix in
+    its own terms.
     """
-    # Here, not at the top: ray_serve_npu.compat reads this package's data at import.
-    from ray_serve_npu.compat import SUPPORTED_RAY
-
     data = release(tag)
     try:
-        version = Version(ray_version)
+        Version(ray_version)
     except InvalidVersion:
         raise PairingError(f"ray {ray_version!r} is not a version, such as 2.57.1") from None
-    if version not in SUPPORTED_RAY:
-        raise PairingError(
-            f"ray {ray_version} is outside the Rays the plugin supports, {SUPPORTED_RAY}"
-        )
     paired = data.pairing.ray
     if paired is not None and _series(ray_version) == _series(paired):
         return "pinned"
