@@ -19,6 +19,7 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, envs, hardware  # noqa: E402
 from ray_serve_npu.releases import COMPOSE_RELEASE, GUIDE_RELEASE, RELEASES, Release  # noqa: E402
+from ray_serve_npu.releases.pairings import pairings  # noqa: E402
 
 if TYPE_CHECKING:
     from ray_serve_npu_tooling.bench.compare import Comparison
@@ -202,6 +203,14 @@ myst_substitutions = {
     "newest_vllm_ascend": list(RELEASES)[-1],
     "ray_version": _ray,
     "ray_series": compat.ray_series(_ray),
+    # Rays of another series that nox -s pairings measured serving beside the Ray
+    # path's vLLM (ray_serve_npu.releases.pairings); the image build accepts them too.
+    "measured_rays": ", ".join(
+        ray
+        for ray in pairings().serving_rays(_release.vllm)
+        if compat.ray_series(ray) != compat.ray_series(_ray)
+    )
+    or "none",
     "ray_vllm_pin": compat.RAY_VLLM_PINS[_ray],
     "newest_ray": _newest_ray,
     "newest_ray_vllm_pin": compat.RAY_VLLM_PINS[_newest_ray],
