@@ -40,11 +40,11 @@ from ray_serve_npu.fake_npu.processes import (
 )
 from ray_serve_npu.hardware import NODE_KINDS
 
-#: What dry-run prints once the recipe answered its check request, with --keep-serving.
 #: How the command starts every line that says why it stopped short (stderr).
 ERROR_PREFIX = "ray-serve-npu dry-run: "
 #: The sentence of a not-ready paragraph that names where the server's whole log is kept.
 KEPT_LOG_SENTENCE = "The whole log is in"
+#: What dry-run prints once the recipe answered its check request, with --keep-serving.
 SERVING_LINE = "fake-npu tier: serving until Ctrl+C or SIGTERM"
 #: Its last line once it stopped cleanly.
 STOPPED_LINE = "fake-npu tier: stopped; nothing left running"
