@@ -351,10 +351,10 @@ def test_waiting_for_a_server_ends_when_the_app_itself_answers(status: int, read
     try:
         served = ProcessServer(base_url, Path(os.devnull), process)
         if ready:
-            wait_until_ready(served, process, timeout_s=5)
+            wait_until_ready(served, timeout_s=5)
         else:
             with pytest.raises(ServerNotReady, match="did not answer in 1 s"):
-                wait_until_ready(served, process, timeout_s=1)
+                wait_until_ready(served, timeout_s=1)
     finally:
         process.kill()
         server.shutdown()

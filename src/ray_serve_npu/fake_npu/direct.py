@@ -44,11 +44,12 @@ def serve_vllm(
     error of its log, if it exits or does not answer in ``ready_timeout_s``.
     """
     port = free_port()
-    server = ProcessServer(f"http://127.0.0.1:{port}", workdir / f"vllm-{port}.log")
+    log_file = workdir / f"vllm-{port}.log"
     argv = vllm_server_argv([*args, "--host", "127.0.0.1", "--port", str(port)])
-    process = start_process_group(argv, cwd=workdir, env=dict(env), log_file=server.log_file)
+    process = start_process_group(argv, cwd=workdir, env=dict(env), log_file=log_file)
+    server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)
     try:
-        wait_until_ready(server, process, ready_timeout_s)
+        wait_until_ready(server, ready_timeout_s)
         yield server
     finally:
         stop_process_group(process)

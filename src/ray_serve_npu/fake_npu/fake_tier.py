@@ -125,7 +125,7 @@ class FakeNPUTier:
         )
         server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)
         try:
-            wait_until_ready(server, process, READY_TIMEOUT_S)
+            wait_until_ready(server, READY_TIMEOUT_S)
             yield server
         finally:
             stop_process_group(process)

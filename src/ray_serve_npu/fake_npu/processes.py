@@ -29,8 +29,8 @@ class ProcessServer:
 
     base_url: str
     log_file: Path
-    #: The command that serves, where this process started it (None: started elsewhere).
-    process: subprocess.Popen[bytes] | None = None
+    #: The command that serves, in a process group of its own (start_process_group).
+    process: subprocess.Popen[bytes]
 
     def logs(self) -> str:
         return self.log_file.read_text(errors="replace")
@@ -38,7 +38,7 @@ class ProcessServer:
     def failed_exit(self) -> int | None:
         """The server command's exit status if it exited with an error, else None (a
         command that exits 0 may have started a detached server)."""
-        code = self.process.poll() if self.process is not None else None
+        code = self.process.poll()
         return None if code in (None, 0) else code
 
 
@@ -135,14 +135,12 @@ class ServerNotReady(RuntimeError):
 READY_TIMEOUT_S = 600
 
 
-def wait_until_ready(
-    server: ProcessServer, process: subprocess.Popen[bytes], timeout_s: float
-) -> None:
+def wait_until_ready(server: ProcessServer, timeout_s: float) -> None:
     """Until ``/v1/models`` answers; a command that exits 0 may have started a detached server."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        code = process.poll()
-        if code not in (None, 0):
+        code = server.failed_exit()
+        if code is not None:
             raise ServerNotReady(f"the server command exited with {code}", server.logs())
         try:
             with urllib.request.urlopen(f"{server.base_url}/v1/models", timeout=10):

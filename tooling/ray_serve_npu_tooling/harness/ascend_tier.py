@@ -94,16 +94,17 @@ class AscendTier:
     @contextlib.contextmanager
     def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:
         with tempfile.TemporaryDirectory(prefix="ascend-server-") as logs:
-            server = ProcessServer(f"http://127.0.0.1:{port}", Path(logs) / "server.log")
+            log_file = Path(logs) / "server.log"
             ensure_port_free(port)
             process = start_process_group(
                 ["bash", "-c", command],
                 cwd=cwd,
                 env={**os.environ, **self.env()},
-                log_file=server.log_file,
+                log_file=log_file,
             )
+            server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)
             try:
-                wait_until_ready(server, process, READY_TIMEOUT_S)
+                wait_until_ready(server, READY_TIMEOUT_S)
                 yield server
             finally:
                 stop_process_group(process)
