@@ -44,6 +44,7 @@ from ray_serve_npu.releases import (
     PathReleases,
     Release,
     differing_settings,
+    series,
 )
 from ray_serve_npu.releases.pairings import PAIRINGS_FILE, MeasuredPair, Pairings, pairings
 
@@ -265,7 +266,7 @@ def _carried(releases: Iterable[Release], pinned: str, words: dict[str, str]) ->
     for data in reversed(list(releases)):
         if data.vllm == pinned:
             lines.append(words["carried_exact"].format(tag=data.tag, vllm=data.vllm))
-        elif Version(data.vllm).release[:2] == Version(pinned).release[:2]:
+        elif series(data.vllm) == series(pinned):
             lines.append(words["carried_series"].format(tag=data.tag, vllm=data.vllm))
     return lines or [words["carried_none"]]
 
@@ -356,6 +357,12 @@ def _note_release_data(directive: SphinxDirective) -> list[Release]:
     return releases
 
 
+def _note_pairings(directive: SphinxDirective) -> Pairings:
+    """The measured pairings; the page is rebuilt when the pairing session rewrites them."""
+    directive.env.note_dependency(str(PAIRINGS_FILE))
+    return pairings()
+
+
 class ReleaseDifferences(SphinxDirective):
     """``{release-differences}``: the tutorial settings that differ between the releases."""
 
@@ -371,10 +378,10 @@ class RayPairings(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        releases = _note_release_data(self)
-        self.env.note_dependency(str(PAIRINGS_FILE))
         words = texts(self.config.language)
-        return ray_pairings(compat.RAY_VLLM_PINS, releases, pairings(), words)
+        return ray_pairings(
+            compat.RAY_VLLM_PINS, _note_release_data(self), _note_pairings(self), words
+        )
 
 
 class ReleaseMatrix(SphinxDirective):
@@ -383,10 +390,10 @@ class ReleaseMatrix(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        releases = _note_release_data(self)
-        self.env.note_dependency(str(PAIRINGS_FILE))
         words = texts(self.config.language)
-        return [release_matrix(releases, words, PATH_RELEASES, pairings())]
+        return [
+            release_matrix(_note_release_data(self), words, PATH_RELEASES, _note_pairings(self))
+        ]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -13,7 +13,7 @@ from importlib import metadata
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from ray_serve_npu.releases import SERVE_LLM_RELEASE, Release
+from ray_serve_npu.releases import SERVE_LLM_RELEASE, Release, series
 
 #: The Ray releases this plugin supports, and the points of that range CI tests
 #: (noxfile.py's RAY_STACKS, each beside the vLLM its Serve LLM pins), oldest first.
@@ -55,11 +55,6 @@ AscendRelease = Release
 VLLM_ASCEND: AscendRelease = SERVE_LLM_RELEASE
 
 
-def _series(version: str) -> tuple[int, int]:
-    release = Version(version).release
-    return release[0], release[1]
-
-
 def ray_for_vllm(vllm_version: str) -> str | None:
     """Return the Ray release (``"2.56.1"``) whose Serve LLM pins this vLLM series.
 
@@ -68,14 +63,14 @@ def ray_for_vllm(vllm_version: str) -> str | None:
     Returns None where no Ray release pins that series.
     """
     for ray_version, pinned_vllm in RAY_VLLM_PINS.items():
-        if _series(pinned_vllm) == _series(vllm_version):
+        if series(pinned_vllm) == series(vllm_version):
             return ray_version
     return None
 
 
 def ray_series(ray_version: str) -> str:
     """``"2.56.1"`` -> ``"2.56.x"``."""
-    major, minor = _series(ray_version)
+    major, minor = series(ray_version)
     return f"{major}.{minor}.x"
 
 

@@ -87,6 +87,7 @@ __all__ = [
     "load_release_file",
     "parse_image",
     "release",
+    "series",
 ]
 
 
@@ -109,7 +110,7 @@ def check_pairing(tag: str, ray_version: str) -> Literal["pinned", "measured"]:
     except InvalidVersion:
         raise PairingError(f"ray {ray_version!r} is not a version, such as 2.57.1") from None
     paired = data.pairing.ray
-    if paired is not None and _series(ray_version) == _series(paired):
+    if paired is not None and series(ray_version) == series(paired):
         return "pinned"
     measured = pairings()
     if measured.serves(ray_version, data.vllm):
@@ -125,15 +126,21 @@ def check_pairing(tag: str, ray_version: str) -> Literal["pinned", "measured"]:
             f"ray {ray_version} does not pair with vLLM-Ascend {tag} (vLLM {data.vllm}): "
             f"{' '.join(data.pairing.reason.split())}{also}"
         )
-    major, minor = _series(paired)
+    major, minor = series(paired)
     raise PairingError(
         f"ray {ray_version} does not pair with vLLM-Ascend {tag} (vLLM {data.vllm}); "
         f"the Ray that does is {major}.{minor}.x ({paired}).{also}"
     )
 
 
-def _series(version: str) -> tuple[int, ...]:
-    return Version(version).release[:2]
+def series(version: str) -> tuple[int, int]:
+    """A version's ``(major, minor)``: Ray pairs by it, and vLLM patch releases keep it.
+
+    >>> series("2.57.1")
+    (2, 57)
+    """
+    major, minor = Version(version).release[:2]
+    return major, minor
 
 
 def parse_image(image: str) -> ImageRef | None:
