@@ -26,7 +26,6 @@ def launched_server(
     """``--serve-cmd`` with these settings, until it answers; stopped with all it started."""
     parts = urlsplit(config.base_url)
     ensure_port_free(parts.port or 80, parts.hostname or "127.0.0.1")
-    server = ProcessServer(base_url=config.base_url, log_file=log_file)
     # Unbuffered: the server's log reaches the file as it is written, also when
     # the server is stopped (a SIGTERM'd vLLM may exit without flushing stdout).
     process = start_process_group(
@@ -35,8 +34,9 @@ def launched_server(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         log_file=log_file,
     )
+    server = ProcessServer(config.base_url, log_file, process)
     try:
-        wait_until_ready(server, process, config.server_ready_timeout_s)
+        wait_until_ready(server, config.server_ready_timeout_s)
         yield server
     finally:
         stop_process_group(process)
