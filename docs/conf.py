@@ -18,7 +18,13 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from ray_serve_npu import compat, envs, hardware  # noqa: E402
-from ray_serve_npu.releases import COMPOSE_RELEASE, GUIDE_RELEASE, RELEASES, Release  # noqa: E402
+from ray_serve_npu.releases import (  # noqa: E402
+    COMPOSE_RELEASE,
+    GUIDE_RELEASE,
+    RELEASES,
+    UNREAD_RELEASES,
+    Release,
+)
 from ray_serve_npu.releases.pairings import pairings  # noqa: E402
 
 if TYPE_CHECKING:
@@ -80,6 +86,16 @@ autodoc_typehints = "description"
 _release = compat.VLLM_ASCEND
 _ray = _release.ray
 _newest_ray = compat.TESTED_RAY[-1]
+# The releases that can't be read here whose vLLM the newest Ray served when measured: the
+# first page names them where it says no supported release pairs with that Ray.
+_newest_ray_unread = [
+    tag for tag, data in UNREAD_RELEASES.items() if pairings().serves(_newest_ray, data.vllm)
+]
+if not _newest_ray_unread:
+    raise ValueError(
+        f"docs/conf.py: Ray {_newest_ray} served the vLLM of no unread release; fix the first "
+        "page's sentence on it (index.md, {{ newest_ray_unread }})"
+    )
 
 
 def _release_facts(prefix: str, data: Release) -> dict[str, str]:
@@ -199,8 +215,8 @@ myst_substitutions = {
     **_release_facts("compose_", COMPOSE_RELEASE),
     # The release the community guide names: the tuning page's corrections are traced at it.
     "guide_vllm_ascend_version": GUIDE_RELEASE.tag,
-    # The newest supported release (the data's order: oldest first).
-    "newest_vllm_ascend": list(RELEASES)[-1],
+    # The newest supported release with checker rules (the data's order: oldest first).
+    "newest_checked_vllm_ascend": [tag for tag, data in RELEASES.items() if data.rules][-1],
     "ray_version": _ray,
     "ray_series": compat.ray_series(_ray),
     # Rays of another series that nox -s pairings measured serving beside the Ray
@@ -214,6 +230,7 @@ myst_substitutions = {
     "ray_vllm_pin": compat.RAY_VLLM_PINS[_ray],
     "newest_ray": _newest_ray,
     "newest_ray_vllm_pin": compat.RAY_VLLM_PINS[_newest_ray],
+    "newest_ray_unread": ", ".join(_newest_ray_unread),
     "supported_ray": _readable_range(compat.SUPPORTED_RAY),
     "ray_2_56_fastapi": str(compat.RAY_2_56_FASTAPI),
     "tested_ray_low": compat.TESTED_RAY[0],

@@ -41,8 +41,11 @@ from ray_serve_npu.releases import (
     PATH_RELEASES,
     PATHS_FILE,
     RELEASES,
+    UNREAD_FILE,
+    UNREAD_RELEASES,
     PathReleases,
     Release,
+    UnreadRelease,
     differing_settings,
     series,
 )
@@ -60,6 +63,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "compose_default": "The Compose recipes pin this release: {why}",
         "stack": "vLLM {vllm}, CANN {cann}, torch_npu {torch_npu}",
         "read_in": "Read in {source}.",
+        "scope": "Its release notes narrow its claim: {claim} (`{source}`)",
         "not_published": "{kind}: none published ({why})",
         "exact": "Supported with Ray {ray}: its Serve LLM pins this very vLLM.",
         "series": "Supported with Ray {ray}: its Serve LLM pins the same vLLM series.",
@@ -87,6 +91,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "carried_by": " (`{tags}`)",
         "installed_head": "How each measured pair was installed",
         "pair": "ray {ray} beside vLLM {vllm}",
+        "unread_head": "Newer releases, not supported: their files can't be read here",
+        "head_month": "Published",
+        "head_vllm": "vLLM",
+        "head_unread": "Why not read, and the nearest candidate read",
+        "vllm_source": "vLLM {vllm}: {source}",
+        "unread": "Its files can't be read here: {why}.",
+        "no_candidate": "No candidate of it is readable here.",
+        "no_checker": "No image build, recipe or `ray-serve-npu check` rules for it.",
     },
     "zh_CN": {
         "head_release": "vLLM-Ascend",
@@ -98,6 +110,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "compose_default": "Compose 的配方使用此版本：{why}",
         "stack": "vLLM {vllm}，CANN {cann}，torch_npu {torch_npu}",
         "read_in": "读取自：{source}。",
+        "scope": "其发布说明限定了它的适用范围：{claim}（`{source}`）",
         "not_published": "{kind}：未发布镜像（{why}）",
         "exact": "支持，搭配 Ray {ray}：其 Serve LLM 锁定的正是这个 vLLM。",
         "series": "支持，搭配 Ray {ray}：其 Serve LLM 锁定同一系列的 vLLM。",
@@ -125,6 +138,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "carried_by": "（`{tags}`）",
         "installed_head": "每个实测组合的安装方式",
         "pair": "ray {ray} 搭配 vLLM {vllm}",
+        "unread_head": "更新的版本，尚不支持：此处无法读取它们的文件",
+        "head_month": "发布",
+        "head_vllm": "vLLM",
+        "head_unread": "无法读取的原因，以及读取过的最近候选版本",
+        "vllm_source": "vLLM {vllm}：{source}",
+        "unread": "此处无法读取它的文件：{why}。",
+        "no_candidate": "此处也无法读取它的任何候选版本。",
+        "no_checker": "没有它的镜像构建、配方或 `ray-serve-npu check` 规则。",
     },
 }
 
@@ -142,6 +163,14 @@ def _images(data: Release, words: dict[str, str]) -> list[str]:
     for kind, why in data.images.not_published.items():
         lines.append(words["not_published"].format(kind=kind, why=" ".join(why.split())))
     return lines
+
+
+def _scope(data: Release, words: dict[str, str]) -> list[str]:
+    """Where the release notes narrow what the release claims."""
+    if data.scope is None:
+        return []
+    claim = " ".join(data.scope.claim.split())
+    return [words["scope"].format(claim=claim, source=data.scope.source)]
 
 
 def _pinned(data: Release, path: str, pins: PathReleases, words: dict[str, str]) -> list[str]:
@@ -190,12 +219,57 @@ def release_matrix(
         body += nodes.row(
             "",
             code_cell(f"`{data.tag}`"),
-            code_cell(stack, words["read_in"].format(source=" ".join(data.read_in.split()))),
+            code_cell(
+                stack,
+                words["read_in"].format(source=" ".join(data.read_in.split())),
+                *_scope(data, words),
+            ),
             code_cell(*_images(data, words)),
             code_cell(*_pinned(data, "serve_llm", pins, words), *_serve_llm(data, measured, words)),
             code_cell(*_pinned(data, "compose", pins, words), *_compose(data, words)),
         )
     return table
+
+
+def unread_releases(
+    unread: Iterable[UnreadRelease], measured: Pairings, words: dict[str, str]
+) -> list[nodes.Node]:
+    """One row per release that can't be read here, newest first: what its release
+    pages state, why it is not read, and the Rays measured beside its vLLM."""
+    headers = ["head_release", "head_month", "head_vllm", "head_unread", "head_measured"]
+    table = nodes.table(classes=["unread-releases"])
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    group += [nodes.colspec(colwidth=width) for width in (12, 8, 20, 34, 26)]
+    head = nodes.thead()
+    head += nodes.row("", *(code_cell(words[header]) for header in headers))
+    group += head
+    body = nodes.tbody()
+    group += body
+    for data in reversed(list(unread)):
+        nearest = " ".join(data.nearest_read.split()) if data.nearest_read else None
+        body += nodes.row(
+            "",
+            code_cell(f"`{data.tag}`"),
+            code_cell(data.month),
+            code_cell(
+                words["vllm_source"].format(
+                    vllm=data.vllm, source=" ".join(data.vllm_source.split())
+                )
+            ),
+            code_cell(
+                words["unread"].format(why=" ".join(data.unread_because.split())),
+                nearest or words["no_candidate"],
+                words["no_checker"],
+            ),
+            code_cell(
+                *_pair_lines(measured.beside(data.vllm), lambda pair: f"Ray {pair.ray}", words)
+                or [words["measured_none"]]
+            ),
+        )
+    # Not for the gettext builder: the text is already in the build's language.
+    heading = nodes.paragraph("", "", nodes.strong("", words["unread_head"]), translatable=False)
+    return [heading, table]
 
 
 def _value(value: Any) -> str:
@@ -293,12 +367,12 @@ def _pair_lines(
 
 
 def _vllm_and_releases(
-    releases: list[Release], words: dict[str, str]
+    tags_by_vllm: dict[str, list[str]], words: dict[str, str]
 ) -> Callable[[MeasuredPair], str]:
     """A pair's vLLM, with the releases that carry that very vLLM."""
 
     def who(pair: MeasuredPair) -> str:
-        tags = [data.tag for data in releases if data.vllm == pair.vllm]
+        tags = tags_by_vllm.get(pair.vllm, [])
         carried = words["carried_by"].format(tags="`, `".join(tags)) if tags else ""
         return f"vLLM {pair.vllm}{carried}"
 
@@ -308,12 +382,18 @@ def _vllm_and_releases(
 def ray_pairings(
     pins: dict[str, str],
     releases: Iterable[Release],
+    unread: Iterable[UnreadRelease],
     measured: Pairings,
     words: dict[str, str],
 ) -> list[nodes.Node]:
     """One row per Ray that pins a vLLM, newest first; then how each measured pair was
-    installed, as the pairing session wrote it."""
+    installed, as the pairing session wrote it. A measured vLLM names the releases, supported
+    or unread, that carry it."""
     releases = list(releases)
+    tags_by_vllm: dict[str, list[str]] = {}
+    for data in [*releases, *unread]:
+        tags_by_vllm.setdefault(data.vllm, []).append(data.tag)
+    who = _vllm_and_releases(tags_by_vllm, words)
     headers = ["head_ray", "head_pin", "head_carried", "head_measured"]
     table = nodes.table(classes=["ray-pairings"])
     group = nodes.tgroup(cols=len(headers))
@@ -331,8 +411,7 @@ def ray_pairings(
             code_cell(pinned),
             code_cell(*_carried(releases, pinned, words)),
             code_cell(
-                *_pair_lines(measured.beside_ray(ray), _vllm_and_releases(releases, words), words)
-                or [words["measured_none"]]
+                *_pair_lines(measured.beside_ray(ray), who, words) or [words["measured_none"]]
             ),
         )
     installed = nodes.definition_list(classes=["ray-pairings-installed"])
@@ -379,8 +458,13 @@ class RayPairings(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         words = texts(self.config.language)
+        self.env.note_dependency(str(UNREAD_FILE))
         return ray_pairings(
-            compat.RAY_VLLM_PINS, _note_release_data(self), _note_pairings(self), words
+            compat.RAY_VLLM_PINS,
+            _note_release_data(self),
+            UNREAD_RELEASES.values(),
+            _note_pairings(self),
+            words,
         )
 
 
@@ -391,8 +475,11 @@ class ReleaseMatrix(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         words = texts(self.config.language)
+        measured = _note_pairings(self)
+        self.env.note_dependency(str(UNREAD_FILE))
         return [
-            release_matrix(_note_release_data(self), words, PATH_RELEASES, _note_pairings(self))
+            release_matrix(_note_release_data(self), words, PATH_RELEASES, measured),
+            *unread_releases(UNREAD_RELEASES.values(), measured, words),
         ]
 
 

@@ -88,20 +88,30 @@ def test_an_unsupported_release_option_names_the_option_and_the_releases(capsys)
     err = capsys.readouterr().err
     assert "--release" in err and "'v0.24.0rc1'" in err
     assert all(release in err for release in RELEASES)
+    assert main(["--release", "0.23.0", str(GUIDE)]) == 2
+    assert "a tag starts with 'v': v0.23.0" in capsys.readouterr().err
 
 
-# A release between two supported ones, and a final release newer than all of them: the
-# checker has rules for neither and applies no other release's.
-@pytest.mark.parametrize("unknown", ["v0.24.0rc1", "v0.30.0"])
+# A release the data does not know, one whose files can't be read here (unread.yaml), and
+# one whose facts are read but whose rules are not written: the checker has rules for none,
+# says why from the data, and applies no other release's.
+@pytest.mark.parametrize(
+    ("unknown", "why"),
+    [
+        ("v0.24.0rc1", "no rules for vLLM-Ascend 'v0.24.0rc1'; it has rules for"),
+        ("v0.30.0", "its files can't be read here: the copy of github:vllm-project/vllm-ascend"),
+        ("v0.27.1rc1", "its facts are read, its rules are not written"),
+    ],
+)
 def test_an_image_of_an_unsupported_release_is_refused_at_its_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], unknown: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unknown: str, why: str
 ) -> None:
     path = _guide_of(unknown, tmp_path)
     with pytest.raises(InputError) as error:
         check_file(path)
     assert error.value.line == line_of(GUIDE.read_text(), IMAGE)
     message = str(error.value)
-    assert f"image quay.io/ascend/vllm-ascend:{unknown}" in message
+    assert f"image quay.io/ascend/vllm-ascend:{unknown}" in message and why in message
     assert all(release in message for release in RELEASES) and "--release" in message
     assert main([str(path)]) == 2
     printed = capsys.readouterr()

@@ -24,6 +24,10 @@ from ray_serve_npu.releases import (
     OPERATING_SYSTEMS,
     PATH_RELEASES,
     RELEASES,
+    UNREAD_RELEASES,
+    NoPairingError,
+    PairingError,
+    check_pairing,
     differing_settings,
 )
 from ray_serve_npu.releases import releases as load_releases
@@ -39,6 +43,7 @@ from release_matrix import (  # noqa: E402
     release_differences,
     release_matrix,
     texts,
+    unread_releases,
 )
 
 
@@ -86,6 +91,9 @@ def test_every_release_has_a_row_with_its_data(language: str) -> None:
             line = words["served" if pair.serves else "stopped"].split("{date}")[0]
             assert line.format(who=f"Ray {pair.ray}", step=pair.steps[-1].step.value) in row
         assert (data.rules or words["no_rules"].strip("`").split("`")[0]) in row
+        # A release whose notes narrow its claim says so, with the notes' lines.
+        if data.scope is not None:
+            assert _flat(data.scope.claim) in row and data.scope.source in row
         for path in ("serve_llm", "compose"):
             pin = getattr(PATH_RELEASES, path)
             # The cell renders `code` as a literal: its text has no backticks.
@@ -145,6 +153,31 @@ def test_the_table_follows_a_change_in_the_data(tmp_path: Path) -> None:
             shutil.copy(path, fewer / path.name)
     rows = _rows(release_matrix(load_releases(fewer).values(), words, PATH_RELEASES, pairings()))
     assert newest not in rows and len(rows) == len(RELEASES) - 1
+
+
+@pytest.mark.parametrize("language", list(TEXTS))
+def test_each_unread_release_has_a_row_with_what_is_known_and_what_was_measured(
+    language: str,
+) -> None:
+    words = texts(language)
+    heading, table = unread_releases(UNREAD_RELEASES.values(), pairings(), words)
+    assert heading.astext() == words["unread_head"]
+    rows = _rows(table)
+    assert list(rows) == list(reversed(UNREAD_RELEASES)), "one row per release, newest first"
+    for tag, data in UNREAD_RELEASES.items():
+        row = rows[tag]
+        assert data.month in row and f"vLLM {data.vllm}" in row
+        assert _flat(data.unread_because) in row
+        assert _flat(data.nearest_read or words["no_candidate"]) in row
+        measured = pairings().beside(data.vllm)
+        assert measured, f"test setup: nothing measured beside vLLM {data.vllm}"
+        for pair in measured:
+            line = words["served" if pair.serves else "stopped"].split("{date}")[0]
+            assert line.format(who=f"Ray {pair.ray}", step=pair.steps[-1].step.value) in row
+    # Nothing measured: the cell says so rather than staying empty.
+    unmeasured = Pairings(command="nox -s pairings", pairs=[])
+    _, bare = unread_releases(UNREAD_RELEASES.values(), unmeasured, words)
+    assert all(words["measured_none"] in row for row in _rows(bare).values())
 
 
 def test_both_editions_have_every_text() -> None:
@@ -247,7 +280,9 @@ def test_the_pairings_table_has_each_pin_its_releases_and_what_was_measured(
     language: str,
 ) -> None:
     words = texts(language)
-    table, _, installed = ray_pairings(compat.RAY_VLLM_PINS, RELEASES.values(), pairings(), words)
+    table, _, installed = ray_pairings(
+        compat.RAY_VLLM_PINS, RELEASES.values(), UNREAD_RELEASES.values(), pairings(), words
+    )
     rows = _pairings_rows(table)
     assert list(rows) == list(reversed(compat.RAY_VLLM_PINS)), "one row per pin, newest first"
     for ray, pinned in compat.RAY_VLLM_PINS.items():
@@ -261,6 +296,11 @@ def test_the_pairings_table_has_each_pin_its_releases_and_what_was_measured(
         assert (measured == words["measured_none"]) == (not pairs)
         for pair in pairs:
             assert f"vLLM {pair.vllm}" in measured and pair.date in measured
+    # A measured vLLM names the releases that carry it, the unread ones too: Ray 2.60.0
+    # was measured beside the vLLM of each.
+    newest = rows["2.60.0"][3].replace("（", " (").replace("）", ")")
+    for tag, data in UNREAD_RELEASES.items():
+        assert f"vLLM {data.vllm} ({tag})" in newest
     # How each pair was installed, as the session wrote it.
     assert len(list(installed.findall(nodes.definition_list_item))) == len(pairings().pairs)
     for pair in pairings().pairs:
@@ -280,7 +320,9 @@ def test_a_pair_that_stops_shows_its_step_and_first_error() -> None:
     )
     measured = Pairings(command="nox -s pairings", pairs=[served, stopped])
     words = texts("en")
-    table, *_ = ray_pairings(compat.RAY_VLLM_PINS, RELEASES.values(), measured, words)
+    table, *_ = ray_pairings(
+        compat.RAY_VLLM_PINS, RELEASES.values(), UNREAD_RELEASES.values(), measured, words
+    )
     cell = _pairings_rows(table)["2.59.0"][3]
     assert f"vLLM {stopped.vllm}" in cell and "stops at import" in cell
     # The error is quoted whole, its backticks made quotes so the code span holds.
@@ -314,3 +356,16 @@ def test_a_release_no_ray_pins_names_the_rays_measured_serving_it() -> None:
     assert _flat(words["measured_only"].format(rays="2.57.1")) in row
     assert "Not supported: no Ray pairs" not in row
     assert f"Ray 2.57.1: serves ({served.date})" in row
+
+
+def test_no_supported_release_pairs_with_the_newest_ray_as_the_first_page_says() -> None:
+    # index.md: "No supported vLLM-Ascend release pairs with Ray {{ newest_ray }} yet"; the
+    # unread releases it names are those whose vLLM that Ray served (docs/conf.py).
+    newest = compat.TESTED_RAY[-1]
+    for tag in RELEASES:
+        with pytest.raises((PairingError, NoPairingError)):
+            check_pairing(tag, newest)
+    assert (
+        "No supported vLLM-Ascend release pairs\nwith Ray {{ newest_ray }} yet"
+        in (DOCS / "index.md").read_text()
+    )

@@ -24,7 +24,7 @@ from ray_serve_npu.releases import (
 )
 from ray_serve_npu.releases.loader import PACKAGE_DIR
 
-SUPPORTED = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1", "v0.26.0rc1")
+SUPPORTED = ("v0.22.1rc1", "v0.23.0", "v0.25.1rc1", "v0.26.0rc1", "v0.27.1rc1")
 
 
 def test_every_supported_release_loads() -> None:
@@ -75,8 +75,8 @@ def test_a_ray_path_on_a_release_no_ray_pairs_with_is_refused(tmp_path: Path) ->
     message = str(error.value)
     assert "field serve_llm.release: v0.23.0 pairs with no Ray" in message
     assert (
-        "fix: name a release the data pairs with a Ray (v0.22.1rc1, v0.25.1rc1, v0.26.0rc1)"
-        in message
+        "fix: name a release the data pairs with a Ray (v0.22.1rc1, v0.25.1rc1, v0.26.0rc1, "
+        "v0.27.1rc1)" in message
     )
 
 
@@ -116,6 +116,12 @@ def test_a_path_without_its_reason_is_refused(tmp_path: Path) -> None:
 def test_an_unknown_release_names_the_supported_ones() -> None:
     with pytest.raises(LookupError, match=r"'v0\.24\.0rc1' is not a supported release.*v0\.23\.0"):
         release("v0.24.0rc1")
+    # A published release whose files can't be read here says why (unread.yaml).
+    with pytest.raises(LookupError) as error:
+        release("v0.30.0")
+    assert "'v0.30.0' is not a supported release (its files can't be read here: the copy" in str(
+        error.value
+    )
 
 
 @pytest.mark.parametrize("tag", SUPPORTED)

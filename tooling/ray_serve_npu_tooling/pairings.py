@@ -36,6 +36,7 @@ from packaging.requirements import Requirement
 from ray_serve_npu.compat import RAY_2_56_FASTAPI, RAY_VLLM_PINS
 from ray_serve_npu.fake_npu.dry_run import ERROR_PREFIX, KEPT_LOG_SENTENCE, keep_serving
 from ray_serve_npu.fake_npu.processes import READY_TIMEOUT_S, last_error
+from ray_serve_npu.releases import RELEASES, UNREAD_RELEASES
 from ray_serve_npu.releases.pairings import (
     PAIRINGS_FILE,
     MeasuredPair,
@@ -77,16 +78,19 @@ def planned_pairs() -> list[Pair]:
     pairs = [Pair(ray, vllm, f"ray {ray}'s Serve LLM pins vllm {vllm}") for ray, vllm in
              RAY_VLLM_PINS.items()]  # fmt: skip
     neighbours = {
-        # vLLM of vLLM-Ascend release -> the two Rays nearest it.
-        ("0.22.1", "v0.22.1rc1"): ("2.56.1", "2.57.1"),
-        ("0.23.0", "v0.23.0"): ("2.56.1", "2.57.1"),
-        ("0.25.1", "v0.25.1rc1"): ("2.58.1",),
-        ("0.26.0", "v0.26.0rc1"): ("2.57.1", "2.59.0"),
-        ("0.27.1", "v0.27.1rc1"): ("2.59.0", "2.60.0"),
-        ("0.30.0", "v0.30.0"): ("2.60.0", "2.59.0"),
-        ("0.32.0", "v0.32.0rc1"): ("2.60.0", "2.59.0"),
+        # vLLM-Ascend release -> the two Rays nearest its vLLM (the pin's Ray left out).
+        "v0.22.1rc1": ("2.56.1", "2.57.1"),
+        "v0.23.0": ("2.56.1", "2.57.1"),
+        "v0.25.1rc1": ("2.58.1",),
+        "v0.26.0rc1": ("2.57.1", "2.59.0"),
+        "v0.27.1rc1": ("2.59.0", "2.60.0"),
+        "v0.30.0": ("2.60.0", "2.59.0"),
+        "v0.32.0rc1": ("2.60.0", "2.59.0"),
     }
-    for (vllm, release), rays in neighbours.items():
+    # The releases' vLLMs are their data's, the unread releases' included.
+    vllm_of = {tag: data.vllm for tag, data in {**RELEASES, **UNREAD_RELEASES}.items()}
+    for release, rays in neighbours.items():
+        vllm = vllm_of[release]
         pairs += [Pair(ray, vllm, f"the vLLM of vLLM-Ascend {release} beside ray {ray}")
                   for ray in rays]  # fmt: skip
     return pairs

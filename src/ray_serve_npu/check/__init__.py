@@ -22,7 +22,13 @@ from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.problems import InputError, NothingToCheck, read_text
 from ray_serve_npu.check.recipe import RecipeError, parse_recipe
-from ray_serve_npu.check.rules import RuleSet, available_releases, default_release, load_rules
+from ray_serve_npu.check.rules import (
+    RuleSet,
+    available_releases,
+    default_release,
+    load_rules,
+    no_rules,
+)
 from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
 from ray_serve_npu.check.validation import validate_compose
 from ray_serve_npu.check.yamlnodes import Document, load_documents
@@ -172,8 +178,7 @@ def _release_for(parsed: ParsedFile, fallback: str) -> str:
             continue
         if release not in known:
             raise InputError(
-                f"image {dep.image.value} names vLLM-Ascend {release}, which the checker has "
-                f"no rules for; it has rules for {', '.join(known)}",
+                f"image {dep.image.value} names vLLM-Ascend {release}, and {no_rules(release)}",
                 "use an image of one of those releases, or pass --release RELEASE to judge "
                 "the file by that release's rules",
                 dep.image.line,

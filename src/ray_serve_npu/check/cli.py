@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     from ray_serve_npu.check import check_paths
     from ray_serve_npu.check.recipe import PROBE_ENV
-    from ray_serve_npu.check.rules import available_releases, load_rules
+    from ray_serve_npu.check.rules import available_releases, load_rules, no_rules
     from ray_serve_npu.vllm_args import vllm_version
 
     # A link to nothing or a loop exists: check_paths reports its stat error.
@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.release is not None and args.release not in available_releases():
         print(
-            f"ray-serve-npu check: --release: the checker has no rules for vLLM-Ascend "
-            f"{args.release!r}; pass one of {', '.join(available_releases())}",
+            f"ray-serve-npu check: --release: {no_rules(args.release)}; pass one of those",
             file=sys.stderr,
         )
         return 2

@@ -26,7 +26,7 @@ from pydantic import (
 
 from ray_serve_npu.check.findings import Severity
 from ray_serve_npu.check.model import VALUE_TYPES, split_path
-from ray_serve_npu.releases import RELEASES
+from ray_serve_npu.releases import RELEASES, UNREAD_RELEASES
 
 RULES_DIR = Path(__file__).parent / "rules"
 #: The file of every rule, in RULES_DIR; every other file there is one release's.
@@ -166,6 +166,25 @@ def _conditions(params: Any) -> list[dict[str, Any]]:
 
 def available_releases(rules_dir: Path = RULES_DIR) -> list[str]:
     return sorted(p.stem for p in rules_dir.glob("*.yaml") if p.name != BASE_FILE)
+
+
+def no_rules(tag: str) -> str:
+    """That the checker has no rules for release ``tag``, why (from the release data), and
+    the releases it has rules for."""
+    known = ", ".join(available_releases())
+    if tag in UNREAD_RELEASES:
+        why = " ".join(UNREAD_RELEASES[tag].unread_because.split())
+        return (
+            f"the checker has no rules for vLLM-Ascend {tag}: its files can't be read here: "
+            f"{why}. It has rules for {known}"
+        )
+    if tag in RELEASES:
+        return (
+            f"the checker has no rules for vLLM-Ascend {tag} yet: its facts are read, its "
+            f"rules are not written; it has rules for {known}"
+        )
+    hint = f" (a tag starts with 'v': v{tag})" if f"v{tag}" in available_releases() else ""
+    return f"the checker has no rules for vLLM-Ascend {tag!r}{hint}; it has rules for {known}"
 
 
 def _mapping(data: Any, path: Path, what: str) -> dict[str, Any]:

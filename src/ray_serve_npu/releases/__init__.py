@@ -5,8 +5,9 @@ CANN, torch and torch_npu its images carry, the image tags per node kind and
 OS, the jemalloc paths, the DeepSeek-V4-Flash tutorial's runs, the Ray that
 pairs with it and the checker's rules file) lives in ``<tag>.yaml`` beside this
 module, each with the file (and lines) at that tag that states it; ``paths.yaml``
-names the release each serving path pins. This module is the one reader of those
-files; it imports no Ray.
+names the release each serving path pins; ``unread.yaml`` lists the published releases
+whose tags can't be read here, with what their release pages state (not supported). This
+module is the one reader of those files; it imports no Ray.
 
 >>> release("v0.22.1rc1").vllm
 '0.22.1'
@@ -23,8 +24,10 @@ from ray_serve_npu.releases.images import parse_image as _parse_image
 from ray_serve_npu.releases.loader import (
     DATA_DIR,
     PATHS_FILE,
+    UNREAD_FILE,
     load_path_releases,
     load_release_file,
+    load_unread_releases,
     release,
     releases,
 )
@@ -40,12 +43,17 @@ from ray_serve_npu.releases.model import (
     RayPairing,
     Release,
     TutorialRun,
+    UnreadRelease,
     differing_settings,
 )
 from ray_serve_npu.releases.pairings import pairings
 
 #: Every supported release, oldest first, by tag.
 RELEASES: dict[str, Release] = releases()
+
+#: The published releases newer than the supported ones whose tags can't be read here,
+#: oldest first, by tag: what their release pages state. Not supported.
+UNREAD_RELEASES: dict[str, UnreadRelease] = load_unread_releases()
 
 #: The release each serving path's recipes and pages pin, with the reason.
 PATH_RELEASES: PathReleases = load_path_releases()
@@ -70,6 +78,8 @@ __all__ = [
     "PATH_RELEASES",
     "RELEASES",
     "SERVE_LLM_RELEASE",
+    "UNREAD_FILE",
+    "UNREAD_RELEASES",
     "BadReleaseDataError",
     "ImageRef",
     "ImageTags",
@@ -81,10 +91,12 @@ __all__ = [
     "RayPairing",
     "Release",
     "TutorialRun",
+    "UnreadRelease",
     "differing_settings",
     "check_pairing",
     "load_path_releases",
     "load_release_file",
+    "load_unread_releases",
     "parse_image",
     "release",
     "series",

@@ -11,7 +11,13 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from ray_serve_npu.releases.model import BadReleaseDataError, PathReleases, Release
+from ray_serve_npu.releases.model import (
+    BadReleaseDataError,
+    PathReleases,
+    Release,
+    UnreadRelease,
+    UnreadReleases,
+)
 
 #: The directory of the release data files (package data, shipped in the wheel).
 DATA_DIR = Path(__file__).parent
@@ -21,6 +27,9 @@ PACKAGE_DIR = DATA_DIR.parent
 
 #: The file naming the release each serving path pins.
 PATHS_FILE = DATA_DIR / "paths.yaml"
+
+#: The published releases whose tags can't be read here (not supported).
+UNREAD_FILE = DATA_DIR / "unread.yaml"
 
 
 def _dotted(location: tuple[int | str, ...]) -> str:
@@ -122,13 +131,19 @@ def releases(data_dir: Path = DATA_DIR) -> dict[str, Release]:
 def release(tag: str, data_dir: Path = DATA_DIR) -> Release:
     """The release with this tag; a :class:`LookupError` names the supported ones."""
     known = _load_all(data_dir)
-    try:
+    if tag in known:
         return known[tag]
-    except KeyError:
-        raise LookupError(
-            f"vLLM-Ascend {tag!r} is not a supported release; the supported ones are "
-            f"{', '.join(known)} (one data file each in {data_dir})"
-        ) from None
+    unread_file = data_dir / UNREAD_FILE.name
+    unread = load_unread_releases(unread_file, data_dir).get(tag) if unread_file.is_file() else None
+    why = (
+        f" (its files can't be read here: {' '.join(unread.unread_because.split())})"
+        if unread
+        else ""
+    )
+    raise LookupError(
+        f"vLLM-Ascend {tag!r} is not a supported release{why}; the supported ones are "
+        f"{', '.join(known)} (one data file each in {data_dir})"
+    )
 
 
 def load_path_releases(path: Path = PATHS_FILE, data_dir: Path = DATA_DIR) -> PathReleases:
@@ -160,3 +175,26 @@ def load_path_releases(path: Path = PATHS_FILE, data_dir: Path = DATA_DIR) -> Pa
             "with rules, or write its rules file first"
         )
     return result
+
+
+def load_unread_releases(
+    path: Path = UNREAD_FILE, data_dir: Path = DATA_DIR
+) -> dict[str, UnreadRelease]:
+    """The releases that can't be read here, oldest first, by tag;
+    :class:`BadReleaseDataError` for one that has a data file too, or that is listed twice."""
+    listed: UnreadReleases = _read_mapping(path, UnreadReleases)
+    supported = _load_all(data_dir)
+    by_tag: dict[str, UnreadRelease] = {}
+    for index, entry in enumerate(listed.releases):
+        field = f"field releases.{index}.tag"
+        if entry.tag in supported:
+            raise BadReleaseDataError(
+                f"{path}: {field}: {entry.tag} has a data file ({entry.tag}.yaml), so it is "
+                "read, not unread; fix: remove its entry here"
+            )
+        if entry.tag in by_tag:
+            raise BadReleaseDataError(
+                f"{path}: {field}: {entry.tag} is listed twice; fix: keep one"
+            )
+        by_tag[entry.tag] = entry
+    return dict(sorted(by_tag.items(), key=lambda item: _tag_order(item[0])))

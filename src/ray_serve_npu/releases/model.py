@@ -75,9 +75,18 @@ def _check_version(value: str) -> str:
     return value
 
 
+def _check_tag(value: str) -> str:
+    if not value.startswith("v"):
+        raise ValueError(f"a vLLM-Ascend tag starts with 'v' (e.g. 'v0.23.0'); got {value!r}")
+    _check_version(value[1:])
+    return value
+
+
 #: A path in the vllm-ascend repository at the release's tag, with lines and a note.
 SourcePath = Annotated[str, AfterValidator(_check_source)]
 VersionString = Annotated[str, AfterValidator(_check_version)]
+#: A vLLM-Ascend git and image tag: ``v`` and a version, e.g. ``v0.22.1rc1``.
+ReleaseTag = Annotated[str, AfterValidator(_check_tag)]
 
 
 class PinnedVersion(_Strict):
@@ -223,6 +232,14 @@ class Tutorial(_Strict):
         return _for_every_required_kind(runs, "tutorial run")
 
 
+class Scope(_Strict):
+    """What a model-restricted release's notes claim, where they narrow the release's claim."""
+
+    #: The claim, as the release notes state it for the models and nodes this project serves.
+    claim: str = Field(min_length=1)
+    source: SourcePath
+
+
 class RayPairing(_Strict):
     """The Ray whose Serve LLM runs beside this release's vLLM, or none and why."""
 
@@ -248,7 +265,7 @@ class Release(_Strict):
     """One vLLM-Ascend release and every fact of it that this project uses."""
 
     #: The git tag and image tag, e.g. ``v0.22.1rc1``.
-    tag: str
+    tag: ReleaseTag
     #: The tag's date (``git log -1 --format=%cs <tag>``, or the release notes' date).
     date: str
     #: Where the facts were read: the Git tag, or a published archive of the tag's files
@@ -258,18 +275,12 @@ class Release(_Strict):
     images: Images
     jemalloc: Jemalloc
     deepseek_v4_flash: Tutorial
+    #: Where the release notes narrow what the release claims; null where they don't.
+    scope: Scope | None = None
     pairing: RayPairing
     #: The checker's rules file for this release, relative to the ``ray_serve_npu``
     #: package, or null where the release has none yet.
     rules: str | None
-
-    @field_validator("tag")
-    @classmethod
-    def _tag(cls, value: str) -> str:
-        if not value.startswith("v"):
-            raise ValueError(f"a vLLM-Ascend tag starts with 'v' (e.g. 'v0.23.0'); got {value!r}")
-        _check_version(value[1:])
-        return value
 
     @field_validator("date")
     @classmethod
@@ -366,6 +377,45 @@ def differing_settings(releases: Iterable[Release], node_kind: str) -> dict[str,
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+class UnreadRelease(_Strict):
+    """A published vLLM-Ascend release whose tag's files no source here holds: what its
+    release pages state, and why it is not read. Not supported: no images, tutorial
+    runs or checker rules are known for it."""
+
+    tag: ReleaseTag
+    #: The month the release pages date it, ``YYYY-MM``.
+    month: str
+    #: The vLLM the release pages align it with.
+    vllm: VersionString
+    #: Where the vLLM is stated, and what agrees.
+    vllm_source: str = Field(min_length=1)
+    #: Why the tag's files can't be read here, naming what was looked in: a clause that
+    #: follows "its files can't be read here:", without a closing full stop.
+    unread_because: str = Field(min_length=1)
+    #: What the nearest readable candidate of the release states, where one is readable.
+    nearest_read: str | None = None
+
+    @field_validator("unread_because")
+    @classmethod
+    def _clause(cls, value: str) -> str:
+        if value.rstrip().endswith("."):
+            raise ValueError("unread_because is a clause the checker quotes; drop the full stop")
+        return value
+
+    @field_validator("month")
+    @classmethod
+    def _month(cls, value: str) -> str:
+        if not re.fullmatch(r"\d{4}-\d{2}", value):
+            raise ValueError(f"month is YYYY-MM; got {value!r}")
+        return value
+
+
+class UnreadReleases(_Strict):
+    """``unread.yaml``: the releases newer than the supported ones that can't be read here."""
+
+    releases: list[UnreadRelease]
 
 
 class PathRelease(_Strict):
