@@ -106,6 +106,8 @@ def test_the_pages_profile_is_one_runs_files_and_its_reading_holds_for_them() ->
 
 
 TUNING = ROOT / "docs" / "tuning.md"
+#: The page that shows the lever runs and reads them (the tuning page advises from them).
+BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 
 
 def lever_run(folder: Path) -> list[Comparison]:
@@ -115,7 +117,7 @@ def lever_run(folder: Path) -> list[Comparison]:
     return [Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())]
 
 
-def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_readings_are_generated() -> None:
+def test_the_lever_table_is_one_runs_files_and_its_readings_are_generated() -> None:
     import runpy
 
     from ray_serve_npu_tooling.bench.compare import DEFAULT
@@ -125,7 +127,7 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_readings_are_gen
     comparisons = lever_run(folder)
     # The table the page includes is the one the run's JSON gives.
     assert lever_table(comparisons) in (folder / "levers.md").read_text()
-    text = TUNING.read_text()
+    text = BENCHMARKS.read_text()
     page = " ".join(text.split())
     assert "_static/bench/levers/levers.md" in page
     # The page's command is the one that made the run: its levers by name, or `all`.
@@ -145,12 +147,12 @@ def test_the_tuning_pages_lever_table_is_one_runs_files_and_its_readings_are_gen
     assert substitutions["lever_chance_figures"] == f"{figures / 2 ** (rounds - 1):.1f}"
 
 
-#: The tuning page's runs of direct streaming against direct vLLM, one per regime.
+#: The benchmarks page's runs of direct streaming against direct vLLM, one per regime.
 AGAINST_DIRECT = STATIC / "direct-streaming"
 
 
 @pytest.mark.parametrize("regime", ["unpaced", "npu-paced"])
-def test_the_tuning_pages_runs_against_direct_are_their_files_and_read_by_the_directive(
+def test_the_runs_against_direct_are_their_files_and_read_by_the_directive(
     regime: str,
 ) -> None:
     import runpy
@@ -165,7 +167,7 @@ def test_the_tuning_pages_runs_against_direct_are_their_files_and_read_by_the_di
     assert first.startswith("Fake-NPU tier, ") and first.endswith("not NPU figures.")
     paced = regime == "npu-paced"
     assert rest == f"Engine: {regime}.\n\n{levers_markdown(comparisons, paced=paced)}"
-    text = TUNING.read_text()
+    text = BENCHMARKS.read_text()
     page = " ".join(text.split())
     assert f"_static/bench/direct-streaming/{regime}/levers.md" in page
     # The page's command is the one that made the run.
@@ -206,3 +208,7 @@ def test_what_the_tuning_page_advises_rests_on_its_lever_run() -> None:
         leans = [figures["throughput"] for (name, _), figures in by.items() if name == arm]
         assert leans and Lean.HIGHER not in leans, arm
     assert by["direct-ingress", 32]["ttft"] is Lean.LOWER
+    # The advice links to the run it rests on, which the benchmarks page shows.
+    advice = TUNING.read_text().split("### What to set", 1)[1].split("\n## ", 1)[0]
+    assert advice.count("{ref}`benchmarks-levers`") >= 2
+    assert "(benchmarks-levers)=" in BENCHMARKS.read_text()

@@ -4,7 +4,7 @@ Both live as long as this package's tests run.
 
 Starting the engine takes about a minute on two cores, so the modules share the
 app; the fault tests restart it and run last. The loads and bounds the tests
-assert are in guarantees.json, which docs/troubleshooting.md shows; the figures
+assert are in guarantees.json, which docs/testing.md shows; the figures
 they measure are printed at the end of the run.
 """
 

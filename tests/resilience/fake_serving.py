@@ -41,7 +41,7 @@ MODEL_ID = "deepseek-v4-flash"
 def guarantees() -> dict[str, Any]:
     """The loads and bounds the tests assert, one figure each, read on first use.
 
-    docs/troubleshooting.md shows them as ``{{ resilience_<name> }}`` (docs/conf.py
+    docs/testing.md shows them as ``{{ resilience_<name> }}`` (docs/conf.py
     reads guarantees.json too). ``max_num_seqs`` is the engine's batch limit in the
     served app, cut from the recipe's 32 so that a load of 64 clients is eight times
     what the engine runs at once.
