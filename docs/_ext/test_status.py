@@ -1,6 +1,6 @@
 """Show how each page is tested, from the same markers the docs harness runs the page by.
 
-Every page with code blocks gets a note under its title: how many blocks run on the
+Every page with code blocks gets a note at its end: how many blocks run on the
 fake-NPU tier, how many are checked statically and how many are skipped (with the
 markers' reasons), and what Ascend runners would run. The ``test-status-table``
 directive renders the same for every page, block by block (docs/testing.md).
@@ -40,7 +40,7 @@ _MARKER_KIND = re.compile(r"^\[[\w-]+\] ")
 #: Every sentence the notes and the table show, per language; ``code`` in backticks.
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
-        "title": "How this page is tested",
+        "title": "Test status",
         "blocks": "This page has {n} code blocks.",
         "shown": "Shown only, with no checker for their language: {n}.",
         "fake": "Fake-NPU tier",
@@ -77,7 +77,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "block": "line {line}, `{label}`",
     },
     "zh_CN": {
-        "title": "本页的测试情况",
+        "title": "测试状态",
         "blocks": "本页有 {n} 个代码块。",
         "shown": "仅作展示、没有对应语言检查器的：{n} 个。",
         "fake": "模拟 NPU 层",
@@ -171,7 +171,7 @@ def _ref(target: str, reftype: str, docname: str) -> addnodes.pending_xref:
 
 
 def page_note(status: PageStatus, words: dict[str, str], docname: str) -> nodes.admonition:
-    """The note under a page's title."""
+    """The note at a page's end."""
     note = nodes.admonition(classes=["note", "test-status"])
     note += nodes.title(words["title"], words["title"])
     counts = status.counts(Mode.FAKE)
@@ -281,16 +281,27 @@ class TestStatusTable(SphinxDirective):
         return [status_table(statuses, texts(self.config.language), self.env.docname)]
 
 
+def place_note(doctree: nodes.document, note: nodes.Element) -> bool:
+    """Put ``note`` at the end of the page: the last section's last element, after the
+    steps and the reference (a reader meets the task first). False for a page without a
+    section."""
+    page = next(iter(doctree.findall(nodes.section)), None)
+    if page is None:
+        return False
+    last = page
+    while (subsections := [c for c in last.children if isinstance(c, nodes.section)]):
+        last = subsections[-1]
+    last.append(note)
+    return True
+
+
 def _add_note(app: Sphinx, doctree: nodes.document) -> None:
     if app.builder.name == "gettext":
         return  # generated in the build's language, not translated through the catalogs
     docname = app.env.docname
     status = _page_status(app, docname)
-    section = next(iter(doctree.findall(nodes.section)), None)
-    if status is None or section is None:
-        return
-    title = next((i for i, child in enumerate(section) if isinstance(child, nodes.title)), 0)
-    section.insert(title + 1, page_note(status, texts(app.config.language), docname))
+    if status is not None:
+        place_note(doctree, page_note(status, texts(app.config.language), docname))
 
 
 def setup(app: Sphinx) -> dict[str, object]:

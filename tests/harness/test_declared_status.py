@@ -82,7 +82,7 @@ def test_skipped_blocks_carry_the_markers_reasons() -> None:
     }
 
 
-def test_the_note_under_a_page_title_counts_its_blocks_in_both_languages() -> None:
+def test_the_note_at_a_pages_end_counts_its_blocks_in_both_languages() -> None:
     page, _ = _seeded_status()
     status = page_status(page.read_text(), page, SEEDED_DOCS)
     english = extension.page_note(status, extension.texts("en"), "page").astext()
@@ -238,3 +238,25 @@ def test_a_good_run_says_every_block_matched(seeded: SeededRepo) -> None:  # noq
     result = seeded.run("--run-recipes")
     result.assert_outcomes(passed=16, skipped=3)
     result.stdout.fnmatch_lines(["*all 19 finished blocks match their declared status"])
+
+
+def test_the_note_goes_at_the_pages_end_not_before_its_steps() -> None:
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    text = "Title\n=====\n\nIntro.\n\nSteps\n-----\n\nDo it.\n\nReference\n---------\n\nFacts.\n"
+    document = new_document("page", get_default_settings(Parser))
+    Parser().parse(text, document)
+    note = nodes.admonition("", nodes.paragraph("", "status"))
+    assert extension.place_note(document, note)
+    page = next(iter(document.findall(nodes.section)))
+    # Under the title comes the intro, not the note; the note ends the last section.
+    assert page[1].astext() == "Intro." and page[2]["names"] == ["steps"]
+    assert page[-1]["names"] == ["reference"] and page[-1][-1] is note
+    # A page of one section: the note ends it.
+    lone = new_document("lone", get_default_settings(Parser))
+    Parser().parse("Title\n=====\n\nText.\n", lone)
+    assert extension.place_note(lone, note.deepcopy())
+    assert isinstance(next(iter(lone.findall(nodes.section)))[-1], nodes.admonition)

@@ -19,6 +19,7 @@ import pytest
 from sybil import Document, Example, Region, Sybil
 from sybil.integration.pytest import SybilItem
 
+from ray_serve_npu.envs import CLIENT_API_KEY_ENV_VAR
 from ray_serve_npu_tooling.harness.tier import Tier
 
 from ..tiers import RECIPE_TIER_MARKER
@@ -26,7 +27,7 @@ from .blocks import Block, Language, PageItem, read_page
 from .client_checks import check_client_block
 from .markers import MarkerKind
 from .problems import PageProblem, display_path
-from .scenario import PageScenario
+from .scenario import PageScenario, reader_home
 from .server_config import ServerConfig, server_config
 from .servers import ServerKeeper
 from .static_checks import STATIC_CHECKS, shellcheck_path
@@ -328,6 +329,17 @@ def fake_tier_servers(
         yield servers
 
 
+@pytest.fixture(scope="session")
+def recipe_home(recipe_tier: Tier, tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """The pages' home directory on a fake tier, with the tier's API key in the pages' key
+    file; None on the Ascend tier, whose blocks use the host's home as written."""
+    # A tier that gives its clients no key (the harness's mock tier) leaves the home as is.
+    api_key = recipe_tier.env().get(CLIENT_API_KEY_ENV_VAR)
+    if not recipe_tier.fake or api_key is None:
+        return None
+    return reader_home(tmp_path_factory.mktemp("home"), api_key)
+
+
 @pytest.fixture(scope="module")
 def docs_page(request: pytest.FixtureRequest) -> Iterator[PageRun]:
     """One page's run; what its blocks started stops after its last block, also on failure,
@@ -339,7 +351,8 @@ def docs_page(request: pytest.FixtureRequest) -> Iterator[PageRun]:
         scenario = None
         if config.getoption(RUN_RECIPES):
             servers: ServerKeeper = request.getfixturevalue("recipe_servers")
-            scenario = PageScenario(servers, recipes, stack, tally)
+            home: Path | None = request.getfixturevalue("recipe_home")
+            scenario = PageScenario(servers, recipes, stack, tally, home)
         yield PageRun(tally, recipes, scenario)
 
 

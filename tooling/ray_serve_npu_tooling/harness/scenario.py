@@ -27,6 +27,20 @@ from .summary import Tally
 BLOCK_TIMEOUT_S = 300
 #: Lines of server log shown when a block fails.
 LOG_TAIL_LINES = 40
+#: The API key file the pages write once and read in every shell, relative to the home
+#: directory (docs/npu-ascend.md, Step 7).
+API_KEY_FILE = Path(".ray-serve-npu") / "api_key"
+
+
+def reader_home(directory: Path, api_key: str) -> Path:
+    """A home directory for a fake tier's page blocks, holding the tier's API key where the
+    pages keep theirs (only the owner may read it, as the pages' ``umask 077`` makes it):
+    the block that writes a new key is the host's, and the tier's server has its own."""
+    key_file = directory / API_KEY_FILE
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.touch(mode=0o600)
+    key_file.write_text(api_key + "\n")
+    return directory
 
 
 @dataclass(frozen=True)
@@ -41,9 +55,16 @@ class PageScenario:
     keeps for whoever starts the same server next."""
 
     def __init__(
-        self, servers: ServerKeeper, recipes: Path, stack: contextlib.ExitStack, tally: Tally
+        self,
+        servers: ServerKeeper,
+        recipes: Path,
+        stack: contextlib.ExitStack,
+        tally: Tally,
+        home: Path | None = None,
     ) -> None:
         self.tier: Tier = servers.tier
+        #: The blocks' home directory where the tier gives them one (:func:`reader_home`).
+        self.home = home
         self.servers = servers
         self.recipes = recipes
         self.tally = tally
@@ -129,6 +150,7 @@ class PageScenario:
             **os.environ,
             **self.tier.env(),
             "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+            **({"HOME": str(self.home)} if self.home else {}),
         }
 
     def _run_shell(self, block: Block) -> str:
