@@ -289,7 +289,7 @@ def place_note(doctree: nodes.document, note: nodes.Element) -> bool:
     if page is None:
         return False
     last = page
-    while (subsections := [c for c in last.children if isinstance(c, nodes.section)]):
+    while subsections := [c for c in last.children if isinstance(c, nodes.section)]:
         last = subsections[-1]
     last.append(note)
     return True
