@@ -7,6 +7,7 @@ Every version and image tag on the pages comes from ``ray_serve_npu.compat`` and
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -123,6 +124,16 @@ def _readable_range(specifiers: object) -> str:
     return ", ".join(f"{s.operator} {s.version}" for s in ranked)
 
 
+def _run_when(levers_or_comparison: Path) -> str:
+    """When a committed benchmark run was made: its file's first line, as the harness
+    writes it ("Fake-NPU tier, 2026-12-01 09:33 UTC: ...")."""
+    first = levers_or_comparison.read_text().splitlines()[0]
+    found = re.match(r"Fake-NPU tier, (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC): ", first)
+    if found is None:
+        raise ValueError(f"{levers_or_comparison}: its first line names no run: {first!r}")
+    return found[1]
+
+
 def _bench_figures() -> dict[str, str]:
     """The figures the benchmarks page's prose cites, from the committed run of
     ``nox -s bench`` (docs/_static/bench/, copied from build/bench/)."""
@@ -139,6 +150,10 @@ def _bench_figures() -> dict[str, str]:
     cpu_ms = median(levels[0], lambda p: p["cpu_ms_per_request"])
     return {
         "bench_rounds": str(len({point["round"] for point in points})),
+        "bench_run_when": _run_when(DOCS / "_static" / "bench" / "comparison.md"),
+        "vs_direct_npu_paced_when": _run_when(
+            DOCS / "_static" / "bench" / "direct-streaming" / "npu-paced" / "levers.md"
+        ),
         "bench_path_top_concurrency": str(levels[-1]),
         "bench_path_tokens_per_core": f"{per_core:.0f}",
         "bench_path_ttft_ms": f"{ttft:.0f}",

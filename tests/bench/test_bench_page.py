@@ -212,3 +212,18 @@ def test_what_the_tuning_page_advises_rests_on_its_lever_run() -> None:
     advice = TUNING.read_text().split("### What to set", 1)[1].split("\n## ", 1)[0]
     assert advice.count("{ref}`benchmarks-levers`") >= 2
     assert "(benchmarks-levers)=" in BENCHMARKS.read_text()
+
+
+def test_the_benchmarks_page_names_the_run_of_each_set_of_figures() -> None:
+    # The comparison's tables are included without their first line, which names the run;
+    # the page names it from the same file (docs/conf.py), and the lever run's too.
+    import runpy
+
+    substitutions = runpy.run_path(str(ROOT / "docs" / "conf.py"))["myst_substitutions"]
+    comparison = (STATIC / "comparison.md").read_text().splitlines()[0]
+    levers = (AGAINST_DIRECT / "npu-paced" / "levers.md").read_text().splitlines()[0]
+    assert f", {substitutions['bench_run_when']}: " in comparison
+    assert f", {substitutions['vs_direct_npu_paced_when']}: " in levers
+    page = BENCHMARKS.read_text()
+    assert "the run of {{ bench_run_when }}" in page
+    assert "lever run of {{ vs_direct_npu_paced_when }}" in page
