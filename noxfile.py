@@ -260,6 +260,8 @@ def docs_po(session: nox.Session) -> None:
             # -w -1: the catalogues keep one line per message, as they are kept.
             update = ["sphinx-intl", "update", "-w", "-1", "-p", str(pot), "-l", language]
             session.run(*update, "-d", "docs/locale")
+    # The data's sentences that the generated tables quote have a catalogue of their own.
+    session.run("python", "tools/release_data_catalog.py", env=TEST_ENV)
 
 
 #: What a clean virtualenv with the wheel must do: the wheel's .pth file loads the

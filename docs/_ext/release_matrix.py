@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
+from data_catalog import MissingTranslation, catalog_path, translator
 from docutils import nodes
 from editions import code_cell, edition_texts
 from packaging.version import Version
@@ -148,6 +150,83 @@ TEXTS: dict[str, dict[str, str]] = {
         "no_checker": "没有它的镜像构建、配方或 `ray-serve-npu check` 规则。",
     },
 }
+
+
+#: What the generated tables take from the data, translated for the build's edition.
+Shown = tuple[list[Release], list[UnreadRelease], PathReleases, Pairings]
+
+
+def in_edition(
+    releases: Iterable[Release],
+    unread: Iterable[UnreadRelease],
+    pins: PathReleases,
+    measured: Pairings,
+    translate: Callable[[str], str],
+) -> Shown:
+    """Copies of the data whose sentences (a pairing's reason, where a release was read,
+    a path's reason, how a pair was installed...) are in the build's edition, through
+    ``translate``; versions, tags, sources and quoted errors stay as they are. The one list
+    of the data's sentences that the tables show: :func:`data_sentences` reads it too."""
+
+    def release(data: Release) -> Release:
+        images = data.images.model_copy(
+            update={
+                "not_published": {k: translate(v) for k, v in data.images.not_published.items()}
+            }
+        )
+        scope = data.scope and data.scope.model_copy(update={"claim": translate(data.scope.claim)})
+        pairing = data.pairing.model_copy(update={"reason": translate(data.pairing.reason)})
+        return data.model_copy(
+            update={
+                "read_in": translate(data.read_in),
+                "images": images,
+                "scope": scope,
+                "pairing": pairing,
+            }
+        )
+
+    def unread_release(data: UnreadRelease) -> UnreadRelease:
+        nearest = data.nearest_read and translate(data.nearest_read)
+        return data.model_copy(
+            update={
+                "vllm_source": translate(data.vllm_source),
+                "unread_because": translate(data.unread_because),
+                "nearest_read": nearest,
+            }
+        )
+
+    paths = pins.model_copy(
+        update={
+            name: getattr(pins, name).model_copy(update={"why": translate(getattr(pins, name).why)})
+            for name in PathReleases.model_fields
+        }
+    )
+    pairs = [
+        pair.model_copy(update={"installed": translate(pair.installed)}) for pair in measured.pairs
+    ]
+    return (
+        [release(data) for data in releases],
+        [unread_release(data) for data in unread],
+        paths,
+        measured.model_copy(update={"pairs": pairs}),
+    )
+
+
+def data_sentences(
+    releases: Iterable[Release],
+    unread: Iterable[UnreadRelease],
+    pins: PathReleases,
+    measured: Pairings,
+) -> list[str]:
+    """Every data sentence the tables show, for the edition catalogue (data_catalog)."""
+    seen: list[str] = []
+
+    def collect(text: str) -> str:
+        seen.append(text)
+        return text
+
+    in_edition(releases, unread, pins, measured, collect)
+    return seen
 
 
 def texts(language: str | None) -> dict[str, str]:
@@ -427,6 +506,29 @@ def ray_pairings(
     return [table, heading, installed]
 
 
+def _shown(directive: SphinxDirective) -> Shown:
+    """The data the tables show, in the build's edition; the page is rebuilt when any of it
+    changes. A sentence without a translation stops the build, naming it and the fix."""
+    for tag in RELEASES:
+        directive.env.note_dependency(str(DATA_DIR / f"{tag}.yaml"))
+    for path in (PATHS_FILE, UNREAD_FILE, PAIRINGS_FILE):
+        directive.env.note_dependency(str(path))
+    locale_dir = Path(directive.env.srcdir) / "locale"
+    language = directive.config.language
+    if language not in (None, "en"):
+        directive.env.note_dependency(str(catalog_path(locale_dir, language)))
+    try:
+        return in_edition(
+            RELEASES.values(),
+            UNREAD_RELEASES.values(),
+            PATH_RELEASES,
+            pairings(),
+            translator(locale_dir, language),
+        )
+    except MissingTranslation as error:
+        raise directive.error(str(error)) from None
+
+
 def _note_release_data(directive: SphinxDirective) -> list[Release]:
     """Every release's data; the page is rebuilt when a data file changes."""
     releases = list(RELEASES.values())
@@ -434,12 +536,6 @@ def _note_release_data(directive: SphinxDirective) -> list[Release]:
         directive.env.note_dependency(str(DATA_DIR / f"{data.tag}.yaml"))
     directive.env.note_dependency(str(PATHS_FILE))
     return releases
-
-
-def _note_pairings(directive: SphinxDirective) -> Pairings:
-    """The measured pairings; the page is rebuilt when the pairing session rewrites them."""
-    directive.env.note_dependency(str(PAIRINGS_FILE))
-    return pairings()
 
 
 class ReleaseDifferences(SphinxDirective):
@@ -458,14 +554,8 @@ class RayPairings(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         words = texts(self.config.language)
-        self.env.note_dependency(str(UNREAD_FILE))
-        return ray_pairings(
-            compat.RAY_VLLM_PINS,
-            _note_release_data(self),
-            UNREAD_RELEASES.values(),
-            _note_pairings(self),
-            words,
-        )
+        releases, unread, _, measured = _shown(self)
+        return ray_pairings(compat.RAY_VLLM_PINS, releases, unread, measured, words)
 
 
 class ReleaseMatrix(SphinxDirective):
@@ -475,11 +565,10 @@ class ReleaseMatrix(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         words = texts(self.config.language)
-        measured = _note_pairings(self)
-        self.env.note_dependency(str(UNREAD_FILE))
+        releases, unread, pins, measured = _shown(self)
         return [
-            release_matrix(_note_release_data(self), words, PATH_RELEASES, measured),
-            *unread_releases(UNREAD_RELEASES.values(), measured, words),
+            release_matrix(releases, words, pins, measured),
+            *unread_releases(unread, measured, words),
         ]
 
 
