@@ -334,8 +334,13 @@ def release(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over the code; the import contracts (pyproject.toml's [tool.importlinter]); the
     style checker over the pages (each finding as file:line)."""
-    # The style checker reads pages with ray_serve_npu.myst: markdown-it-py and its plugins.
-    session.install("ruff", "import-linter", "pyyaml", "markdown-it-py", "mdit-py-plugins")
+    # The style checker reads pages with ray_serve_npu.myst (markdown-it-py and its plugins)
+    # and takes the node kinds' names from ray_serve_npu.hardware, which reads the release
+    # data (packaging, pydantic, ruamel.yaml).
+    session.install(
+        "ruff", "import-linter", "pyyaml", "markdown-it-py", "mdit-py-plugins",
+        "packaging", "pydantic", "ruamel.yaml",
+    )  # fmt: skip
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # Without installing the project (and Ray): its sources, read and imported from src/.

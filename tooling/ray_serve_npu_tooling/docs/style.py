@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ray_serve_npu import myst
+from ray_serve_npu.hardware import NODE_KINDS
 from ray_serve_npu_tooling.docs.pages import NUMBER_WORDS, Page, read_page
 
 #: Names that keep their capitals inside a sentence-case heading. Words with a
@@ -39,6 +40,8 @@ PROPER_NOUNS: tuple[str, ...] = (
     "English",
     "Sphinx",
     "Linux",
+    # The node kinds, by the names the plugin gives them.
+    *NODE_KINDS,
 )
 
 #: Phrases the style guide asks to replace: (pattern, what is wrong, the fix).
