@@ -67,6 +67,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "read_in": "Read in {source}.",
         "scope": "Its release notes narrow its claim: {claim} (`{source}`)",
         "not_published": "{kind}: none published ({why})",
+        "image_tags": "`{repository}`, tags:",
         "exact": "Supported with Ray {ray}: its Serve LLM pins this very vLLM.",
         "series": "Supported with Ray {ray}: its Serve LLM pins the same vLLM series.",
         "no_ray": "Not supported: no Ray pairs: {reason}",
@@ -114,6 +115,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "read_in": "读取自：{source}。",
         "scope": "其发布说明限定了它的适用范围：{claim}（`{source}`）",
         "not_published": "{kind}：未发布镜像（{why}）",
+        "image_tags": "`{repository}`，标签：",
         "exact": "支持，搭配 Ray {ray}：其 Serve LLM 锁定的正是这个 vLLM。",
         "series": "支持，搭配 Ray {ray}：其 Serve LLM 锁定同一系列的 vLLM。",
         "no_ray": "不支持：没有可搭配的 Ray：{reason}",
@@ -235,10 +237,15 @@ def texts(language: str | None) -> dict[str, str]:
 
 
 def _images(data: Release, words: dict[str, str]) -> list[str]:
-    lines = []
+    """The repository once, then each node kind's tags: a tag, which must not break in the
+    middle, fits a column where a whole reference would not (docs/_ext/table_words.py)."""
+    lines = [words["image_tags"].format(repository=data.image_repository)]
     for kind in data.node_kinds:
-        references = ", ".join(f"`{data.image(kind, os)}`" for os in OPERATING_SYSTEMS)
-        lines.append(f"{kind}: {references}")
+        tags = [
+            data.image(kind, os).removeprefix(f"{data.image_repository}:")
+            for os in OPERATING_SYSTEMS
+        ]
+        lines.append(f"{kind}: " + ", ".join(f"`{tag}`" for tag in tags))
     for kind, why in data.images.not_published.items():
         lines.append(words["not_published"].format(kind=kind, why=" ".join(why.split())))
     return lines

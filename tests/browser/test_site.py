@@ -173,7 +173,7 @@ def test_the_language_switch_goes_to_the_same_page_and_back(
 
 
 #: The width the issue measured at; the site's column layout is the desktop one there.
-DESKTOP = {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 _TABLES_WIDER_THAN_COLUMN = """
 return Array.from(document.querySelectorAll('article.bd-article table')).flatMap((table, i) => {
   const column = document.querySelector('article.bd-article').clientWidth;
@@ -185,8 +185,19 @@ return Array.from(document.querySelectorAll('article.bd-article table')).flatMap
 """
 
 
+#: Inline code in a table that is a version or a vLLM-Ascend tag, and that the browser laid
+#: out on more than one line ("v0.25.1r" / "c1").
+_BROKEN_VERSIONS = r"""
+return Array.from(document.querySelectorAll('article.bd-article table code'))
+  .filter(code => /^v?\d+\.\d+[\w.]*$/.test(code.textContent.trim()))
+  .filter(code => code.getClientRects().length > 1 ||
+    Array.from(code.querySelectorAll('span')).some(s => s.getClientRects().length > 1))
+  .map(code => code.textContent.trim());
+"""
+
+
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_no_table_is_wider_than_its_column_at_1400_px(
+def test_no_table_is_wider_than_its_column_at_1280_px(
     browser: WebDriver, site_url: str, pages: list[str], edition: str, screenshots: Path
 ) -> None:
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", DESKTOP)
@@ -197,6 +208,7 @@ def test_no_table_is_wider_than_its_column_at_1400_px(
             _open(browser, f"{site_url}/{ROOTS[edition]}{page}")
             tables += len(browser.find_elements(By.CSS_SELECTOR, "article.bd-article table"))
             found = browser.execute_script(_TABLES_WIDER_THAN_COLUMN)
+            found += [f"{v} breaks" for v in browser.execute_script(_BROKEN_VERSIONS)]
             if found:
                 too_wide[page] = found
                 browser.save_screenshot(

@@ -73,9 +73,12 @@ def test_every_release_has_a_row_with_its_data(language: str) -> None:
         # Where the facts were read: the Git tag, or an archive where no tag is readable.
         read_in = words["read_in"].format(source=data.read_in)
         assert _flat(read_in).replace("`", "") in row
+        # The repository once, then each image's tag, which together name the image.
+        assert data.image_repository in row
         for kind in data.node_kinds:
             for os in OPERATING_SYSTEMS:
-                assert data.image(kind, os) in row
+                repository, image_tag = data.image(kind, os).rsplit(":", 1)
+                assert repository == data.image_repository and image_tag in row
         for kind in data.images.not_published:
             assert f"{kind}" in row
         pairing = data.pairing
