@@ -286,20 +286,29 @@ def _compose(data: Release, words: dict[str, str]) -> list[str]:
     return [words["compose"], rules]
 
 
+def _table(
+    name: str, headings: list[str], widths: tuple[int, ...]
+) -> tuple[nodes.table, nodes.tbody]:
+    """An empty table of class ``name`` with its heading row (each heading's `code` as
+    code); the caller fills the body it returns."""
+    table = nodes.table(classes=[name])
+    group = nodes.tgroup(cols=len(headings))
+    table += group
+    group += [nodes.colspec(colwidth=width) for width in widths]
+    head = nodes.thead()
+    head += nodes.row("", *(code_cell(heading) for heading in headings))
+    group += head
+    body = nodes.tbody()
+    group += body
+    return table, body
+
+
 def release_matrix(
     releases: Iterable[Release], words: dict[str, str], pins: PathReleases, measured: Pairings
 ) -> nodes.table:
     """One row per release, in the reverse of the given order (the data's: oldest first)."""
     headers = ["head_release", "head_stack", "head_images", "head_serve_llm", "head_compose"]
-    table = nodes.table(classes=["release-matrix"])
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in (12, 16, 24, 28, 20)]
-    head = nodes.thead()
-    head += nodes.row("", *(code_cell(words[header]) for header in headers))
-    group += head
-    body = nodes.tbody()
-    group += body
+    table, body = _table("release-matrix", [words[h] for h in headers], (12, 16, 24, 28, 20))
     for data in reversed(list(releases)):
         stack = words["stack"].format(vllm=data.vllm, cann=data.cann, torch_npu=data.torch_npu)
         body += nodes.row(
@@ -323,15 +332,7 @@ def unread_releases(
     """One row per release that can't be read here, newest first: what its release
     pages state, why it is not read, and the Rays measured beside its vLLM."""
     headers = ["head_release", "head_month", "head_vllm", "head_unread", "head_measured"]
-    table = nodes.table(classes=["unread-releases"])
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in (12, 8, 20, 34, 26)]
-    head = nodes.thead()
-    head += nodes.row("", *(code_cell(words[header]) for header in headers))
-    group += head
-    body = nodes.tbody()
-    group += body
+    table, body = _table("unread-releases", [words[h] for h in headers], (12, 8, 20, 34, 26))
     for data in reversed(list(unread)):
         nearest = " ".join(data.nearest_read.split()) if data.nearest_read else None
         body += nodes.row(
@@ -393,20 +394,11 @@ def release_differences(releases: Iterable[Release], words: dict[str, str]) -> n
                 for data in newest_first
             )
             rows.setdefault((name, cells), []).append(kind)
-    table = nodes.table(classes=["release-differences"])
-    group = nodes.tgroup(cols=2 + len(newest_first))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in (8, 20, *(24,) * len(newest_first))]
-    head = nodes.thead()
-    head += nodes.row(
-        "",
-        code_cell(words["head_kind"]),
-        code_cell(words["head_setting"]),
-        *(code_cell(f"`{data.tag}`") for data in newest_first),
+    table, body = _table(
+        "release-differences",
+        [words["head_kind"], words["head_setting"], *(f"`{data.tag}`" for data in newest_first)],
+        (8, 20, *(24,) * len(newest_first)),
     )
-    group += head
-    body = nodes.tbody()
-    group += body
     for (name, cells), on_kinds in rows.items():
         body += nodes.row(
             "", code_cell(", ".join(on_kinds)), code_cell(f"`{name}`"), *map(code_cell, cells)
@@ -481,15 +473,7 @@ def ray_pairings(
         tags_by_vllm.setdefault(data.vllm, []).append(data.tag)
     who = _vllm_and_releases(tags_by_vllm, words)
     headers = ["head_ray", "head_pin", "head_carried", "head_measured"]
-    table = nodes.table(classes=["ray-pairings"])
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in (10, 14, 26, 50)]
-    head = nodes.thead()
-    head += nodes.row("", *(code_cell(words[header]) for header in headers))
-    group += head
-    body = nodes.tbody()
-    group += body
+    table, body = _table("ray-pairings", [words[h] for h in headers], (10, 14, 26, 50))
     for ray, pinned in reversed(list(pins.items())):
         body += nodes.row(
             "",

@@ -54,7 +54,7 @@ def test_a_release_listed_twice_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ('month: "2026-10"', "month: October", "field releases.0.month: month is YYYY-MM"),
+        ('month: "2026-10"', "month: October", "field releases.0.month: write it as YYYY-MM; got 'October'"),
         ("  - tag: v0.30.0\n", "  - tag: 0.30.0\n", "a vLLM-Ascend tag starts with 'v'"),
         (
             "but not v0.30.0\n",

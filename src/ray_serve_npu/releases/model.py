@@ -82,11 +82,28 @@ def _check_tag(value: str) -> str:
     return value
 
 
+def _written_as(pattern: str, form: str) -> AfterValidator:
+    """A text field that must match ``pattern`` whole; the error names the ``form``."""
+
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"write it as {form}; got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
 #: A path in the vllm-ascend repository at the release's tag, with lines and a note.
 SourcePath = Annotated[str, AfterValidator(_check_source)]
 VersionString = Annotated[str, AfterValidator(_check_version)]
 #: A vLLM-Ascend git and image tag: ``v`` and a version, e.g. ``v0.22.1rc1``.
 ReleaseTag = Annotated[str, AfterValidator(_check_tag)]
+#: Lines of a file, ``FIRST-LAST``.
+LineRange = Annotated[str, _written_as(r"\d+-\d+", "FIRST-LAST (e.g. '150-191')")]
+#: A day, ``YYYY-MM-DD``.
+Day = Annotated[str, _written_as(r"\d{4}-\d{2}-\d{2}", "YYYY-MM-DD")]
+#: A month, ``YYYY-MM``.
+Month = Annotated[str, _written_as(r"\d{4}-\d{2}", "YYYY-MM")]
 
 
 class PinnedVersion(_Strict):
@@ -156,20 +173,13 @@ class TutorialRun(_Strict):
     """One single-node run of vLLM-Ascend's DeepSeek-V4-Flash tutorial, as the tutorial gives it."""
 
     #: Lines of the tutorial's shell block.
-    lines: str
+    lines: LineRange
     model: str
     env: dict[str, str]
     #: ``vllm serve`` flags without the leading ``--``; a bare flag is ``true``.
     #: JSON values are mappings; ``--additional-config`` is :attr:`additional_config`.
     args: dict[str, Any]
     additional_config: dict[str, Any]
-
-    @field_validator("lines")
-    @classmethod
-    def _lines(cls, value: str) -> str:
-        if not re.fullmatch(r"\d+-\d+", value):
-            raise ValueError(f"lines are FIRST-LAST (e.g. '150-191'); got {value!r}")
-        return value
 
     @field_validator("args")
     @classmethod
@@ -267,7 +277,7 @@ class Release(_Strict):
     #: The git tag and image tag, e.g. ``v0.22.1rc1``.
     tag: ReleaseTag
     #: The tag's date (``git log -1 --format=%cs <tag>``, or the release notes' date).
-    date: str
+    date: Day
     #: Where the facts were read: the Git tag, or a published archive of the tag's files
     #: where no copy of the tag is readable here. The release matrix shows it.
     read_in: str = Field(min_length=1)
@@ -281,13 +291,6 @@ class Release(_Strict):
     #: The checker's rules file for this release, relative to the ``ray_serve_npu``
     #: package, or null where the release has none yet.
     rules: str | None
-
-    @field_validator("date")
-    @classmethod
-    def _date(cls, value: str) -> str:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            raise ValueError(f"date is YYYY-MM-DD; got {value!r}")
-        return value
 
     @property
     def vllm(self) -> str:
@@ -386,7 +389,7 @@ class UnreadRelease(_Strict):
 
     tag: ReleaseTag
     #: The month the release pages date it, ``YYYY-MM``.
-    month: str
+    month: Month
     #: The vLLM the release pages align it with.
     vllm: VersionString
     #: Where the vLLM is stated, and what agrees.
@@ -402,13 +405,6 @@ class UnreadRelease(_Strict):
     def _clause(cls, value: str) -> str:
         if value.rstrip().endswith("."):
             raise ValueError("unread_because is a clause the checker quotes; drop the full stop")
-        return value
-
-    @field_validator("month")
-    @classmethod
-    def _month(cls, value: str) -> str:
-        if not re.fullmatch(r"\d{4}-\d{2}", value):
-            raise ValueError(f"month is YYYY-MM; got {value!r}")
         return value
 
 
