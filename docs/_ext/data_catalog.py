@@ -68,15 +68,17 @@ def write_catalog(locale_dir: Path, language: str, sentences: Iterable[str]) -> 
     """Rewrite the language's catalogue to hold exactly ``sentences``, keeping each one's
     translation; return the sentences that have none yet."""
     path = catalog_path(locale_dir, language)
-    kept: dict[str, str] = {}
+    kept: dict[str, tuple[str, bool]] = {}
     if path.is_file():
         with path.open("rb") as stream:
-            kept = {str(m.id): str(m.string) for m in read_po(stream) if m.id and not m.fuzzy}
+            kept = {str(m.id): (str(m.string), m.fuzzy) for m in read_po(stream) if m.id}
     catalog = Catalog(locale=language, project="ray-serve-npu", domain=DOMAIN)
     untranslated = []
     for sentence in dict.fromkeys(normalized(s) for s in sentences):
-        catalog.add(sentence, kept.get(sentence, ""))
-        if not kept.get(sentence):
+        # A translation in progress (fuzzy) stays, and still counts as missing.
+        string, fuzzy = kept.get(sentence, ("", False))
+        catalog.add(sentence, string, flags=["fuzzy"] if fuzzy else [])
+        if not string or fuzzy:
             untranslated.append(sentence)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as stream:

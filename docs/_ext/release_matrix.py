@@ -14,9 +14,9 @@ path's cell in the row of the release its recipes pin says so, with the reason
 data file is a new row.
 
 The fixed words are in the build's language (English, or Chinese for
-``-D language=zh_CN``), as ``test_status`` does; the data's own sentences (the
-pairing's reason, a measured pair's first error and how it was installed) are quoted
-as the data files write them. The
+``-D language=zh_CN``), as ``test_status`` does; the data's own sentences (a pairing's
+reason, how a pair was installed...) through the edition's catalogue of them
+(data_catalog, :func:`in_edition`), and a measured pair's first error verbatim. The
 table's nodes carry no source, so the gettext builder extracts none of them: the
 catalogues keep no version.
 """
@@ -197,10 +197,11 @@ def in_edition(
             }
         )
 
+    # The matrix marks the two serving paths' releases with their reasons.
     paths = pins.model_copy(
         update={
             name: getattr(pins, name).model_copy(update={"why": translate(getattr(pins, name).why)})
-            for name in PathReleases.model_fields
+            for name in SHOWN_PATHS
         }
     )
     pairs = [
@@ -257,6 +258,10 @@ def _scope(data: Release, words: dict[str, str]) -> list[str]:
         return []
     claim = " ".join(data.scope.claim.split())
     return [words["scope"].format(claim=claim, source=data.scope.source)]
+
+
+#: The paths whose pinned release the matrix marks, with the reason paths.yaml gives.
+SHOWN_PATHS: tuple[str, ...] = ("serve_llm", "compose")
 
 
 def _pinned(data: Release, path: str, pins: PathReleases, words: dict[str, str]) -> list[str]:
@@ -320,8 +325,10 @@ def release_matrix(
                 *_scope(data, words),
             ),
             code_cell(*_images(data, words)),
-            code_cell(*_pinned(data, "serve_llm", pins, words), *_serve_llm(data, measured, words)),
-            code_cell(*_pinned(data, "compose", pins, words), *_compose(data, words)),
+            code_cell(
+                *_pinned(data, SHOWN_PATHS[0], pins, words), *_serve_llm(data, measured, words)
+            ),
+            code_cell(*_pinned(data, SHOWN_PATHS[1], pins, words), *_compose(data, words)),
         )
     return table
 
@@ -499,7 +506,8 @@ def ray_pairings(
 
 def _shown(directive: SphinxDirective) -> Shown:
     """The data the tables show, in the build's edition; the page is rebuilt when any of it
-    changes. A sentence without a translation stops the build, naming it and the fix."""
+    changes. A sentence without a translation is an error at the directive, naming it and
+    the fix (which fails the site's builds: they treat warnings as errors)."""
     for tag in RELEASES:
         directive.env.note_dependency(str(DATA_DIR / f"{tag}.yaml"))
     for path in (PATHS_FILE, UNREAD_FILE, PAIRINGS_FILE):

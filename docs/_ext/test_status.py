@@ -41,6 +41,7 @@ _MARKER_KIND = re.compile(r"^\[[\w-]+\] ")
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Test status",
+        "section": "How this page is tested",
         "blocks": "This page has {n} code blocks.",
         "shown": "Shown only, with no checker for their language: {n}.",
         "fake": "Fake-NPU tier",
@@ -78,6 +79,7 @@ TEXTS: dict[str, dict[str, str]] = {
     },
     "zh_CN": {
         "title": "测试状态",
+        "section": "本页如何测试",
         "blocks": "本页有 {n} 个代码块。",
         "shown": "仅作展示、没有对应语言检查器的：{n} 个。",
         "fake": "模拟 NPU 层",
@@ -281,17 +283,26 @@ class TestStatusTable(SphinxDirective):
         return [status_table(statuses, texts(self.config.language), self.env.docname)]
 
 
-def place_note(doctree: nodes.document, note: nodes.Element) -> bool:
-    """Put ``note`` at the end of the page: the last section's last element, after the
-    steps and the reference (a reader meets the task first). False for a page without a
+#: The id of a page's own section on how it is tested ("How this page is tested").
+TESTED_SECTION = "how-this-page-is-tested"
+
+
+def place_note(doctree: nodes.document, note: nodes.Element, heading: str) -> bool:
+    """Put ``note`` at the end of the page, after the steps and the reference (a reader
+    meets the task first): in the page's own section on how it is tested, its last top-level
+    section, or else in a new last section titled ``heading``. False for a page without a
     section."""
     page = next(iter(doctree.findall(nodes.section)), None)
     if page is None:
         return False
-    last = page
-    while subsections := [c for c in last.children if isinstance(c, nodes.section)]:
-        last = subsections[-1]
-    last.append(note)
+    sections = [child for child in page.children if isinstance(child, nodes.section)]
+    if sections and TESTED_SECTION in sections[-1]["ids"]:
+        sections[-1].append(note)
+        return True
+    section = nodes.section(ids=[TESTED_SECTION], names=[heading.lower()])
+    section += nodes.title(heading, heading)
+    section += note
+    page.append(section)
     return True
 
 
@@ -301,7 +312,8 @@ def _add_note(app: Sphinx, doctree: nodes.document) -> None:
     docname = app.env.docname
     status = _page_status(app, docname)
     if status is not None:
-        place_note(doctree, page_note(status, texts(app.config.language), docname))
+        words = texts(app.config.language)
+        place_note(doctree, page_note(status, words, docname), words["section"])
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -38,3 +38,31 @@ def test_a_recipe_run_without_the_key_is_found() -> None:
     assert runs_without_key(page) == ["4: python serve_span_nodes.py"]
     keyed = page.replace("python serve", 'RAY_SERVE_NPU_API_KEY="$OPENAI_API_KEY" python serve')
     assert runs_without_key(keyed) == []
+
+
+#: Where a page exports the key for its shells: docs/npu-ascend.md's marked block, or an
+#: include of it.
+EXPORTS_THE_KEY = "__api_key_start__"
+
+
+def key_used_before_exported(text: str) -> bool:
+    """On a page that starts a server, whether a command uses ``$OPENAI_API_KEY`` before the
+    page exports it: a reader in a fresh shell would send, or serve with, an empty key. (The
+    docs harness gives every block the tier's key, so running the page can't catch this.)"""
+    if "% test: server" not in text or "$OPENAI_API_KEY" not in text:
+        return False
+    exported = text.find(EXPORTS_THE_KEY)
+    return exported < 0 or text.index("$OPENAI_API_KEY") < exported
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")), ids=lambda p: p.name)
+def test_a_page_that_serves_exports_the_key_before_using_it(page: Path) -> None:
+    assert not key_used_before_exported(page.read_text())
+
+
+def test_a_key_used_before_any_export_is_found() -> None:
+    serve = '% test: server\n```bash\nRAY_SERVE_NPU_API_KEY="$OPENAI_API_KEY" python s.py\n```\n'
+    include = "```{include} npu-ascend.md\n:start-after: __api_key_start__\n```\n"
+    assert key_used_before_exported(serve)
+    assert key_used_before_exported(serve + include)
+    assert not key_used_before_exported(include + serve)

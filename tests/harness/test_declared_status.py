@@ -246,17 +246,29 @@ def test_the_note_goes_at_the_pages_end_not_before_its_steps() -> None:
     from docutils.parsers.rst import Parser
     from docutils.utils import new_document
 
-    text = "Title\n=====\n\nIntro.\n\nSteps\n-----\n\nDo it.\n\nReference\n---------\n\nFacts.\n"
-    document = new_document("page", get_default_settings(Parser))
-    Parser().parse(text, document)
-    note = nodes.admonition("", nodes.paragraph("", "status"))
-    assert extension.place_note(document, note)
-    page = next(iter(document.findall(nodes.section)))
-    # Under the title comes the intro, not the note; the note ends the last section.
-    assert page[1].astext() == "Intro." and page[2]["names"] == ["steps"]
-    assert page[-1]["names"] == ["reference"] and page[-1][-1] is note
-    # A page of one section: the note ends it.
-    lone = new_document("lone", get_default_settings(Parser))
-    Parser().parse("Title\n=====\n\nText.\n", lone)
-    assert extension.place_note(lone, note.deepcopy())
-    assert isinstance(next(iter(lone.findall(nodes.section)))[-1], nodes.admonition)
+    def page(text: str) -> nodes.document:
+        document = new_document("page", get_default_settings(Parser))
+        Parser().parse(text, document)
+        return document
+
+    def note() -> nodes.admonition:
+        return nodes.admonition("", nodes.paragraph("", "status"))
+
+    steps = "Title\n=====\n\nIntro.\n\nSteps\n-----\n\nDo it.\n\nReference\n---------\n\nFacts.\n"
+    # A page without its own section on testing gets one, last, holding the note.
+    document = page(steps)
+    assert extension.place_note(document, note(), "How this page is tested")
+    top = next(iter(document.findall(nodes.section)))
+    assert top[1].astext() == "Intro." and top[2]["names"] == ["steps"]
+    assert top[3]["names"] == ["reference"] and not list(top[3].findall(nodes.admonition))
+    assert top[-1]["ids"] == [extension.TESTED_SECTION]
+    assert isinstance(top[-1][-1], nodes.admonition)
+    # A page that has one: the note ends it, and no second one appears.
+    tested = page(steps + "\nHow this page is tested\n-----------------------\n\nThe tier.\n")
+    assert extension.place_note(tested, note(), "How this page is tested")
+    top = next(iter(tested.findall(nodes.section)))
+    assert [s["ids"] for s in top.children if isinstance(s, nodes.section)][-1] == [
+        extension.TESTED_SECTION
+    ]
+    assert len([s for s in top.children if isinstance(s, nodes.section)]) == 3
+    assert top[-1][1].astext() == "The tier." and isinstance(top[-1][-1], nodes.admonition)

@@ -45,6 +45,17 @@ def test_a_release_with_a_data_file_is_refused_naming_the_entry(tmp_path: Path) 
     ) == str(error.value)
 
 
+def test_a_release_older_than_the_newest_supported_one_is_refused(tmp_path: Path) -> None:
+    # Not supported and older than a supported release: a release that was skipped, not
+    # one that can't be read yet.
+    path = _planted(tmp_path, "  - tag: v0.30.0\n", "  - tag: v0.24.0rc1\n")
+    with pytest.raises(BadReleaseDataError) as error:
+        load_unread_releases(path)
+    assert "releases.0.tag: v0.24.0rc1 is not newer than the newest supported release" in str(
+        error.value
+    )
+
+
 def test_a_release_listed_twice_is_refused(tmp_path: Path) -> None:
     path = _planted(tmp_path, "  - tag: v0.32.0rc1\n", "  - tag: v0.30.0\n")
     with pytest.raises(BadReleaseDataError, match="releases.1.tag: v0.30.0 is listed twice"):
@@ -54,7 +65,11 @@ def test_a_release_listed_twice_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ('month: "2026-10"', "month: October", "field releases.0.month: write it as YYYY-MM; got 'October'"),
+        (
+            'month: "2026-10"',
+            "month: October",
+            "field releases.0.month: write it as YYYY-MM; got 'October'",
+        ),
         ("  - tag: v0.30.0\n", "  - tag: 0.30.0\n", "a vLLM-Ascend tag starts with 'v'"),
         (
             "but not v0.30.0\n",

@@ -89,6 +89,12 @@ def planned_pairs() -> list[Pair]:
     }
     # The releases' vLLMs are their data's, the unread releases' included.
     vllm_of = {tag: data.vllm for tag, data in {**RELEASES, **UNREAD_RELEASES}.items()}
+    unknown = sorted(set(neighbours) - set(vllm_of))
+    if unknown:
+        raise LookupError(
+            f"the pairing plan names {', '.join(unknown)}, which neither a release data file "
+            "nor unread.yaml lists; fix: take it out of planned_pairs, or add its data"
+        )
     for release, rays in neighbours.items():
         vllm = vllm_of[release]
         pairs += [Pair(ray, vllm, f"the vLLM of vLLM-Ascend {release} beside ray {ray}")

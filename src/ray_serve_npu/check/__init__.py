@@ -178,7 +178,7 @@ def _release_for(parsed: ParsedFile, fallback: str) -> str:
             continue
         if release not in known:
             raise InputError(
-                f"image {dep.image.value} names vLLM-Ascend {release}, and {no_rules(release)}",
+                f"image {dep.image.value}: {no_rules(release)}",
                 "use an image of one of those releases, or pass --release RELEASE to judge "
                 "the file by that release's rules",
                 dep.image.line,

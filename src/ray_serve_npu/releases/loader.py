@@ -181,7 +181,8 @@ def load_unread_releases(
     path: Path = UNREAD_FILE, data_dir: Path = DATA_DIR
 ) -> dict[str, UnreadRelease]:
     """The releases that can't be read here, oldest first, by tag;
-    :class:`BadReleaseDataError` for one that has a data file too, or that is listed twice."""
+    :class:`BadReleaseDataError` for one that has a data file too, that is not newer than
+    every supported release, or that is listed twice."""
     listed: UnreadReleases = _read_mapping(path, UnreadReleases)
     supported = _load_all(data_dir)
     by_tag: dict[str, UnreadRelease] = {}
@@ -191,6 +192,12 @@ def load_unread_releases(
             raise BadReleaseDataError(
                 f"{path}: {field}: {entry.tag} has a data file ({entry.tag}.yaml), so it is "
                 "read, not unread; fix: remove its entry here"
+            )
+        newest = next(reversed(supported), None)
+        if newest is not None and _tag_order(entry.tag) <= _tag_order(newest):
+            raise BadReleaseDataError(
+                f"{path}: {field}: {entry.tag} is not newer than the newest supported release, "
+                f"{newest}; fix: list here only releases published after it"
             )
         if entry.tag in by_tag:
             raise BadReleaseDataError(

@@ -409,7 +409,7 @@ class UnreadRelease(_Strict):
 
 
 class UnreadReleases(_Strict):
-    """``unread.yaml``: the releases newer than the supported ones that can't be read here."""
+    """``unread.yaml``: releases newer than every supported one whose tags can't be read here."""
 
     releases: list[UnreadRelease]
 
