@@ -195,6 +195,23 @@ def pairings(session: nox.Session) -> None:
     session.run("python", "-m", "ray_serve_npu_tooling.pairings", *session.posargs, env=TEST_ENV)
 
 
+@nox.session(name="vllm-flags", venv_backend="uv|virtualenv")
+def vllm_flags(session: nox.Session) -> None:
+    """Store ``vllm serve``'s flags at one vLLM, which the checker judges flags by
+    (ray_serve_npu_tooling.vllm_flags); on demand, not in CI. ``-- 0.23.0`` writes
+    src/ray_serve_npu/releases/vllm_serve/0.23.0.json from vLLM 0.23.0's own parser."""
+    if len(session.posargs) != 1:
+        session.error("name one vLLM version: nox -s vllm-flags -- 0.23.0")
+    (version,) = session.posargs
+    # The PyPI build of that vLLM: the parser is the same in every build of it.
+    session.install(f"vllm=={version}", "ruamel.yaml", "packaging")
+    # Neither needs Ray to store flags; the product's own dependencies would bring it.
+    session.install("--no-deps", ".", TOOLING)
+    out = ROOT / "src" / "ray_serve_npu" / "releases" / "vllm_serve" / f"{version}.json"
+    made_by = f"nox -s vllm-flags -- {version}"
+    session.run("python", "-m", "ray_serve_npu_tooling.vllm_flags", "--made-by", made_by, str(out))
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Ray Serve LLM's request path in front of a mock engine, then direct vLLM against

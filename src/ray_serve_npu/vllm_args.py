@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 from functools import cache
 from typing import Any
 
-
-class ParseError(Exception):
-    """vLLM's parser refused a value."""
+from ray_serve_npu.vllm_flags import ParseError
 
 
 @cache
@@ -70,9 +67,3 @@ def engine_fields() -> frozenset[str] | None:
     return frozenset(
         f.name for cls in (AsyncEngineArgs, FrontendArgs) for f in dataclasses.fields(cls)
     )
-
-
-def suggest(name: str, candidates: list[str] | frozenset[str]) -> str | None:
-    """The candidate ``name`` looks like a misspelling of, if one is close enough."""
-    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
-    return close[0] if close else None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from checker_data import ROOT
 
-from ray_serve_npu.check import check_file
+from ray_serve_npu.check import check_file, parse_file
 from ray_serve_npu.check.cli import main
 from ray_serve_npu.check.recipe import parse_recipe
 
@@ -65,7 +65,7 @@ def test_reading_a_recipe_runs_none_of_its_code(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["serve_multi_node.py", "serve_span_nodes.py"])
 def test_recipes_built_from_another_recipe(name: str) -> None:
-    (deployment,) = parse_recipe(str(RECIPES / name), (RECIPES / name).read_text())
+    (deployment,) = parse_file(RECIPES / name).deployments
     text = (RECIPES / name).read_text().splitlines()
     import_line = text.index("from serve_npu import llm_config as single_node_config") + 1
     # serve_span_nodes.py sets its own tensor parallelism; serve_multi_node.py imports it.
@@ -174,7 +174,7 @@ def test_a_recipe_that_builds_its_config_in_a_function(tmp_path: Path) -> None:
             )
         """,
     )
-    (deployment,) = parse_recipe(str(recipe), recipe.read_text())
+    (deployment,) = parse_file(recipe).deployments
     assert deployment.engine["max_num_seqs"].value == -1
     assert [(s.line, s.value) for s in deployment.unread] == [
         (6, "`tp` is not a module-level name the checker reads")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ray_serve_npu.vllm_flags import stored_versions
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLING_PACKAGE = "ray_serve_npu_tooling"
 #: Where a file of the wheel may live: the product's package, the import hook and its
@@ -49,6 +51,9 @@ def test_the_wheel_holds_only_the_product(wheel: zipfile.ZipFile) -> None:
     assert "ray_serve_npu/_patch.py" not in names
     # The docs harness's tier protocol is the tooling's.
     assert "ray_serve_npu/fake_npu/tier.py" not in names
+    # The stored `vllm serve` flags the checker judges each release's flags by.
+    for version in stored_versions():
+        assert f"ray_serve_npu/releases/vllm_serve/{version}.json" in names
     assert [name for name in names if not name.startswith(SHIPPED_TOPS)] == []
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ray_serve_npu.check.arguments import judge_arguments
 from ray_serve_npu.check.checks import CHECKS, image_release
 from ray_serve_npu.check.cmdline import parse_commands
 from ray_serve_npu.check.compose import parse_compose
@@ -32,6 +33,8 @@ from ray_serve_npu.check.rules import (
 from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
 from ray_serve_npu.check.validation import validate_compose
 from ray_serve_npu.check.yamlnodes import Document, load_documents
+from ray_serve_npu.releases import RELEASES
+from ray_serve_npu.vllm_flags import stored_flags
 
 __all__ = [
     "Finding",
@@ -123,11 +126,15 @@ def _check_line_lengths(lines: list[str]) -> None:
             )
 
 
-def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
-    """Read one file into deployments, choosing the parser by its suffix.
+def parse_file(
+    path: str | Path, execute_recipes: bool = False, release: str | None = None
+) -> ParsedFile:
+    """Read one file into deployments, choosing the parser by its suffix, and judge its
+    ``vllm serve`` flags and engine keywords by the stored flags of its release's vLLM.
 
-    ``execute_recipes`` runs a Python recipe's module-level code to read it, instead of
-    reading its source.
+    ``release`` forces the release, else the file's images choose (the default release
+    where they name none). ``execute_recipes`` runs a Python recipe's module-level code
+    to read it, instead of reading its source.
 
     Raises ``InputError``, with ``file`` set, for a file that cannot be read as what its
     suffix says (``RecipeError`` for a recipe).
@@ -153,6 +160,10 @@ def parse_file(path: str | Path, execute_recipes: bool = False) -> ParsedFile:
                     parsed.deployments += _parse_yaml(name, body, first, page=True)
         else:
             parsed.deployments = parse_commands(name, text)
+        parsed.release = release or _release_for(parsed, default_release())
+        flags = stored_flags(RELEASES[parsed.release].vllm)
+        for deployment in parsed.deployments:
+            judge_arguments(deployment, flags)
     except InputError as error:
         error.file = name
         raise
@@ -220,15 +231,10 @@ def check_file(
     ``node_kind`` (a key of ``hardware.NODE_KINDS``) is the node every deployment of the
     file runs on, judged as its accelerator type is.
     """
-    parsed = parse_file(path, execute_recipes)
+    parsed = parse_file(path, execute_recipes, release)
     for deployment in parsed.deployments:
         deployment.node_kind = node_kind
-    try:
-        chosen = release or _release_for(parsed, default_release())
-    except InputError as error:
-        error.file = str(path)
-        raise
-    findings = run_rules(parsed, load_rules(chosen))
+    findings = run_rules(parsed, load_rules(parsed.release))
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule_id))
 
 

@@ -1,6 +1,8 @@
 """Fill a :class:`~ray_serve_npu.check.model.Deployment` from ``vllm serve`` argv or engine_kwargs.
 
-Flags are judged by vLLM's own parser where vLLM imports (:mod:`ray_serve_npu.vllm_args`).
+A file's flags are recorded while it is read, and judged once its release is known, by
+the stored flags of that release's vLLM (:mod:`ray_serve_npu.vllm_flags`): the checker
+imports no vLLM.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError
-from ray_serve_npu.vllm_args import ParseError, engine_fields, serve_parser, suggest
+from ray_serve_npu.vllm_flags import ParseError, StoredFlags, stored_parser, suggest
 
 
 def _plain_value(token: str) -> Any:
@@ -47,35 +49,51 @@ def _not_serving(name: str, line: int) -> InputError:
 
 
 def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
-    """Fill ``deployment`` from the tokens after ``vllm serve``."""
-    parser = serve_parser()
-    options: dict[str, argparse.Action] = parser._option_string_actions if parser else {}
-
-    def is_option(text: str) -> bool:
-        if not text.startswith("-") or text == "-":
-            return False
-        # A negative number is a value ("-1"), not a flag.
-        return not text.lstrip("-").replace(".", "", 1).isdigit()
-
-    groups = _groups(tokens, is_option)
+    """Record the tokens after ``vllm serve``; :func:`judge_arguments` reads their flags."""
     if tokens:
         deployment.http_server_line = tokens[0].line
+    groups = _groups(tokens, _is_option)
     if groups[0]:
         deployment.model = groups[0][0]
-    for group in groups[1:]:
+    deployment.serve_argv = tokens
+
+
+def apply_engine_kwargs(
+    kwargs: dict[str, Any], lines: dict[str, int], deployment: Deployment
+) -> None:
+    """Record an LLMConfig's ``engine_kwargs``; :func:`judge_arguments` reads them."""
+    for key, value in kwargs.items():
+        if isinstance(value, str) and value[:1] in "{[":
+            value = _plain_value(value)
+        deployment.engine_kwargs[key] = Setting(value=value, line=lines.get(key, deployment.line))
+
+
+def _is_option(text: str) -> bool:
+    if not text.startswith("-") or text == "-":
+        return False
+    # A negative number is a value ("-1"), not a flag.
+    return not text.lstrip("-").replace(".", "", 1).isdigit()
+
+
+def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
+    """Fill ``deployment.engine`` from its recorded flags and engine keywords, judged by
+    the stored flags of one vLLM; what that vLLM would refuse goes to ``unknown_flags``
+    and ``invalid_values``."""
+    for key, setting in deployment.engine_kwargs.items():
+        if key in flags.engine_kwargs:
+            deployment.engine[key] = setting
+        else:
+            name = Setting(value=f"engine_kwargs.{key}", line=setting.line)
+            deployment.unknown_flags.append((name, suggest(key, flags.engine_kwargs)))
+    if deployment.serve_argv is None:
+        return
+    parser = stored_parser(flags.vllm)
+    options: dict[str, argparse.Action] = parser._option_string_actions
+    for group in _groups(deployment.serve_argv, _is_option)[1:]:
         flag = group[0]
-        name, eq, inline = str(flag.value).partition("=")
+        name = str(flag.value).partition("=")[0]
         if name in _HELP:
             raise _not_serving(name, flag.line)
-        if parser is None:
-            dest = name.lstrip("-").replace("-", "_")
-            value = (
-                _plain_value(inline)
-                if eq
-                else (_plain_value(str(group[1].value)) if len(group) > 1 else True)
-            )
-            deployment.engine[dest] = Setting(value=value, line=flag.line)
-            continue
         action = options.get(name)
         if action is None and parser.allow_abbrev:
             # vLLM's parser accepts a unique prefix of a long flag, so the checker does too.
@@ -96,29 +114,11 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
                 (Setting(value=name, line=flag.line), suggest(name, list(options)))
             )
             continue
-        argv = [str(t.value) for t in group]
         try:
-            namespace = parser.parse_args(argv)
+            namespace = parser.parse_args([str(t.value) for t in group])
         except ParseError as error:
             deployment.invalid_values.append((Setting(value=name, line=flag.line), str(error)))
             continue
         deployment.engine[action.dest] = Setting(
             value=getattr(namespace, action.dest), line=flag.line
         )
-
-
-def apply_engine_kwargs(
-    kwargs: dict[str, Any], lines: dict[str, int], deployment: Deployment
-) -> None:
-    """Fill ``deployment`` from an LLMConfig's ``engine_kwargs``."""
-    fields = engine_fields()
-    for key, value in kwargs.items():
-        line = lines.get(key, deployment.line)
-        if fields is not None and key not in fields:
-            deployment.unknown_flags.append(
-                (Setting(value=f"engine_kwargs.{key}", line=line), suggest(key, fields))
-            )
-            continue
-        if isinstance(value, str) and value[:1] in "{[":
-            value = _plain_value(value)
-        deployment.engine[key] = Setting(value=value, line=line)

@@ -63,6 +63,11 @@ class Deployment(BaseModel):
     # image is changed with `docker build --build-arg NAME=...`, not in the file.
     image_build_arg: str | None = None
     model: Setting | None = None
+    # The words after `vllm serve` and an LLMConfig's engine_kwargs, as written; judged
+    # into `engine` once the file's release says which vLLM's flags apply
+    # (check.arguments.judge_arguments).
+    serve_argv: list[Setting] | None = None
+    engine_kwargs: dict[str, Setting] = Field(default_factory=dict)
     # vLLM engine arguments by their dest name (``tensor_parallel_size``), parsed.
     engine: dict[str, Setting] = Field(default_factory=dict)
     # Flags or engine keywords vLLM does not know, with a suggestion if one is close.
@@ -139,3 +144,5 @@ class ParsedFile(BaseModel):
     lines: list[str] = Field(default_factory=list)
     # Whether the page carries a warning admonition (Markdown pages only).
     has_warning: bool = False
+    # The release whose rules judge the file, and whose vLLM's flags judged its arguments.
+    release: str = ""

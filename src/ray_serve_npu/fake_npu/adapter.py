@@ -26,8 +26,9 @@ from ray_serve_npu.envs import (
     DRY_RUN_MOE_MODEL_ENV_VAR,
     FAKE_PLATFORM_ENV_VAR,
 )
-from ray_serve_npu.vllm_args import engine_fields, serve_flags, suggest
+from ray_serve_npu.vllm_args import engine_fields, serve_flags
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
+from ray_serve_npu.vllm_flags import suggest
 
 logger = logging.getLogger("ray_serve_npu.fake_tier")
 

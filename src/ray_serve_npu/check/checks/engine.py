@@ -12,20 +12,16 @@ from ray_serve_npu.check.checks.common import as_dict, engine_int, finding
 from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.model import MISSING, VALUE_TYPES, Deployment, ParsedFile, truthy
 from ray_serve_npu.check.rules import Rule, RuleSet
-from ray_serve_npu.vllm_args import vllm_version
 
 
 def check_vllm_flags(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
-    version = vllm_version()
-    judge = f"vLLM {version}'s parser"
-    if version and version != rules.vllm_version:
-        judge += f"; {rules.release} pairs with vLLM {rules.vllm_version}"
+    judge = f"vLLM {rules.vllm_version}, the vLLM {rules.release} carries"
     findings = []
     for dep in parsed.deployments:
         for flag, suggestion in dep.unknown_flags:
             fix = f"did you mean `{suggestion}`? " + rule.fix if suggestion else None
             findings.append(
-                finding(rule, dep, flag.line, f"`{flag.value}` is not a vLLM option ({judge})", fix)
+                finding(rule, dep, flag.line, f"`{flag.value}` is not an option of {judge}", fix)
             )
     return findings
 

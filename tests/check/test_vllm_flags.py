@@ -1,0 +1,132 @@
+"""The checker judges `vllm serve` flags by the stored flags of the release's own vLLM,
+and imports neither vLLM nor Ray to do it."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checker_data import ROOT
+from ray_serve_npu_tooling import vllm_flags as tool
+
+from ray_serve_npu.check import check_file
+from ray_serve_npu.check.rules import available_releases
+from ray_serve_npu.releases import RELEASES
+from ray_serve_npu.vllm_flags import ParseError, StoredFlags, stored_flags, stored_versions
+
+#: vLLM's config types validate their fields with pydantic, and its own actions
+#: (LoRAParserAction) their words, neither of which the stored file carries: there the
+#: stored parser may accept what vLLM refuses, never the reverse.
+LOOSER = ("config_json", "optional:config_json")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str], dest: str) -> tuple[bool, Any]:
+    try:
+        return True, getattr(parser.parse_args(argv), dest)
+    except (ParseError, SystemExit, argparse.ArgumentError):
+        return False, None
+
+
+def _argvs(option: Any) -> list[list[str]]:
+    flag = option.flags[0]
+    if option.dest == "config":
+        # vLLM's parser opens the file it names; the checker refuses the flag before.
+        return []
+    if option.action in ("store", "append"):
+        return [[flag, probe] for probe in tool.PROBES] + ([[flag]] if option.nargs == "?" else [])
+    if option.action == "boolean_optional":
+        return [[flag], ["--no-" + flag.removeprefix("--")]]
+    return [[flag]] if option.action != "help" else []
+
+
+@pytest.fixture(scope="module")
+def live() -> tuple[argparse.ArgumentParser, StoredFlags]:
+    pytest.importorskip("vllm")
+    parser = tool.live_parser()
+    return parser, tool.stored_flags("test")
+
+
+def test_the_stored_parser_parses_as_vllms_own_on_every_probe(
+    live: tuple[argparse.ArgumentParser, StoredFlags],
+) -> None:
+    """At the installed vLLM: every option, every probe, the same value or the same refusal."""
+    parser, flags = live
+    stored = flags.parser()
+    compared = 0
+    for option in flags.options:
+        for argv in _argvs(option):
+            want, got = _parse(parser, argv, option.dest), _parse(stored, argv, option.dest)
+            if option.type in LOOSER or option.vllm_action:
+                assert got[0] or not want[0], (argv, want, got)
+                continue
+            assert got == want, argv
+            compared += 1
+    assert compared > 2000, compared
+
+
+def test_a_type_no_converter_matches_stops_the_tool() -> None:
+    with pytest.raises(SystemExit, match="--odd: .*matches no converter"):
+        tool.type_name(lambda text: text[::-1], "--odd")
+
+
+def test_every_release_with_rules_has_its_vllms_flags_and_no_file_is_unused() -> None:
+    wanted = {RELEASES[release].vllm for release in available_releases()}
+    assert wanted == set(stored_versions())
+    for version in wanted:
+        assert stored_flags(version).vllm == version
+
+
+def test_a_vllm_without_stored_flags_names_the_command_that_stores_them() -> None:
+    with pytest.raises(LookupError, match=r"nox -s vllm-flags -- 0\.1\.0"):
+        stored_flags("0.1.0")
+
+
+def _compose(folder: Path, tag: str, flag: str) -> Path:
+    path = folder / "compose.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        services:
+          vllm:
+            image: quay.io/ascend/vllm-ascend:{tag}
+            command: ["vllm", "serve", "/models/m", "{flag}", "64"]
+        """)
+    )
+    return path
+
+
+def test_a_flag_is_judged_by_the_vllm_of_the_files_release(tmp_path: Path) -> None:
+    """`--max-num-scheduled-tokens` came after vLLM 0.23.0 (stored at 0.26.0 only)."""
+    flag = "--max-num-scheduled-tokens"
+    newer = check_file(_compose(tmp_path, "v0.26.0rc1", flag))
+    assert "vllm-unknown-flag" not in {f.rule_id for f in newer}
+    older = check_file(_compose(tmp_path, "v0.23.0", flag))
+    (unknown,) = [f for f in older if f.rule_id == "vllm-unknown-flag"]
+    assert unknown.line == 4
+    assert f"`{flag}` is not an option of vLLM 0.23.0, the vLLM v0.23.0 carries" in unknown.message
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "recipes/docker-compose.yaml",
+        "docs/vllm-ascend-compose.md",
+        "recipes/serve_npu.py",
+        "recipes/kuberay/rayservice.yaml",
+    ],
+)
+def test_the_checker_imports_neither_vllm_nor_ray(target: str) -> None:
+    probe = (
+        "import sys\n"
+        "from ray_serve_npu.check.cli import main\n"
+        f"code = main([{str(ROOT / target)!r}])\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'vllm', 'ray', 'torch'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
