@@ -15,6 +15,8 @@ from checker_data import ROOT
 from ray_serve_npu_tooling import vllm_flags as tool
 
 from ray_serve_npu.check import check_file
+from ray_serve_npu.check.arguments import apply_serve_argv, judge_arguments
+from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.rules import available_releases
 from ray_serve_npu.releases import RELEASES
 from ray_serve_npu.vllm_flags import ParseError, StoredFlags, stored_flags, stored_versions
@@ -130,3 +132,34 @@ def test_the_checker_imports_neither_vllm_nor_ray(target: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def _judged(words: list[str]) -> Deployment:
+    deployment = Deployment(file="x", line=1)
+    apply_serve_argv([Setting(value=w, line=n) for n, w in enumerate(words, 1)], deployment)
+    judge_arguments(deployment, stored_flags(RELEASES["v0.25.1rc1"].vllm))
+    return deployment
+
+
+def test_flags_are_read_as_vllms_parser_reads_them() -> None:
+    """vLLM's parser turns underscores before the first `.` into dashes, and merges
+    `--config.key value` into the config's JSON object (argparse_utils.py at 0.25.1)."""
+    deployment = _judged(
+        [
+            "/models/m",
+            "--max_model_len=4k",
+            "--compilation_config.mode",
+            "3",
+            "--compilation-config.pass_config.fuse_norm=true",
+            "--tokenizr_mode",
+            "auto",
+        ]
+    )
+    engine = {key: setting.value for key, setting in deployment.engine.items()}
+    assert engine == {
+        "max_model_len": 4000,
+        "compilation_config": {"mode": 3, "pass_config": {"fuse_norm": True}},
+    }
+    assert deployment.engine["compilation_config"].line == 3
+    [(unknown, suggestion)] = deployment.unknown_flags
+    assert (unknown.value, unknown.line, suggestion) == ("--tokenizr_mode", 6, "--tokenizer-mode")

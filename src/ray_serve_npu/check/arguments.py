@@ -13,7 +13,13 @@ from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError
-from ray_serve_npu.vllm_flags import ParseError, StoredFlags, stored_parser, suggest
+from ray_serve_npu.vllm_flags import (
+    ParseError,
+    StoredFlags,
+    human_readable_int,
+    stored_parser,
+    suggest,
+)
 
 
 def _plain_value(token: str) -> Any:
@@ -75,6 +81,45 @@ def _is_option(text: str) -> bool:
     return not text.lstrip("-").replace(".", "", 1).isdigit()
 
 
+def _flag_name(word: str) -> str:
+    """The flag (with any ``.key.sub``) of a word, as vLLM's parser reads it: underscores
+    before the first ``.`` of a ``--`` flag are dashes (``--max_model_len``), at every
+    stored vLLM (``vllm/utils/argparse_utils.py``, ``FlexibleArgumentParser.parse_args``)."""
+    name = word.partition("=")[0]
+    if not name.startswith("--"):
+        return name
+    head, dot, keys = name.partition(".")
+    return head.replace("_", "-") + dot + keys
+
+
+def _set_config_key(
+    deployment: Deployment, dest: str, keys: str, group: list[Setting], line: int
+) -> None:
+    """``--compilation-config.mode 3``: one key of a config flag's JSON object. vLLM reads
+    the value as JSON, else as a size (``80g``), else as text, and merges the keys of one
+    flag into one object (the same function)."""
+    word = str(group[0].value)
+    text = word.partition("=")[2] if "=" in word else " ".join(str(t.value) for t in group[1:])
+    value: Any
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            value = human_readable_int(text)
+        except (ValueError, argparse.ArgumentTypeError):
+            value = text
+    current = deployment.engine.get(dest)
+    merged: dict[str, Any] = current.value if current and isinstance(current.value, dict) else {}
+    *parents, last = keys.split(".")
+    node = merged
+    for key in parents:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[last] = value
+    deployment.engine[dest] = Setting(value=merged, line=current.line if current else line)
+
+
 def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
     """Fill ``deployment.engine`` from its recorded flags and engine keywords, judged by
     the stored flags of one vLLM; what that vLLM would refuse goes to ``unknown_flags``
@@ -91,7 +136,7 @@ def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
     options: dict[str, argparse.Action] = parser._option_string_actions
     for group in _groups(deployment.serve_argv, _is_option)[1:]:
         flag = group[0]
-        name = str(flag.value).partition("=")[0]
+        name, _, keys = _flag_name(str(flag.value)).partition(".")
         if name in _HELP:
             raise _not_serving(name, flag.line)
         action = options.get(name)
@@ -110,12 +155,18 @@ def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
                 flag.line,
             )
         if action is None:
+            written = str(flag.value).partition("=")[0]
             deployment.unknown_flags.append(
-                (Setting(value=name, line=flag.line), suggest(name, list(options)))
+                (Setting(value=written, line=flag.line), suggest(name, list(options)))
             )
             continue
+        if keys:
+            _set_config_key(deployment, action.dest, keys, group, flag.line)
+            continue
+        _, equals, inline = str(flag.value).partition("=")
+        argv = [f"{name}={inline}"] if equals else [name, *(str(t.value) for t in group[1:])]
         try:
-            namespace = parser.parse_args([str(t.value) for t in group])
+            namespace = parser.parse_args(argv)
         except ParseError as error:
             deployment.invalid_values.append((Setting(value=name, line=flag.line), str(error)))
             continue
