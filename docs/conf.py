@@ -48,6 +48,7 @@ extensions = [
     "upstream_links",
     "test_status",
     "release_matrix",
+    "nightly_runs",
     "table_words",
     "node_kinds",
     "bench_readings",
@@ -286,9 +287,10 @@ html_title = "ray-serve-npu"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    # The first page's release matrix needs the width more than the page needs its own
-    # table of contents (tests/browser checks every table at 1280 px).
-    "secondary_sidebar_items": {"**": ["page-toc"], "index": []},
+    # The first page's release matrix and the models page's table need the width more
+    # than the pages need their own table of contents (tests/browser checks every table
+    # at 1280 px).
+    "secondary_sidebar_items": {"**": ["page-toc"], "index": [], "models": []},
     # No page links in the header: past five the theme folds the rest into a "More"
     # menu. The left sidebar lists every page instead.
     "navbar_center": [],

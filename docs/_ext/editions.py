@@ -48,6 +48,23 @@ def code_cell(*paragraphs: str) -> nodes.entry:
     return entry
 
 
+def table_frame(
+    name: str, headings: list[str], widths: tuple[int, ...]
+) -> tuple[nodes.table, nodes.tbody]:
+    """An empty table of class ``name`` with its heading row (each heading's `code` as
+    code); the caller fills the body it returns."""
+    table = nodes.table(classes=[name])
+    group = nodes.tgroup(cols=len(headings))
+    table += group
+    group += [nodes.colspec(colwidth=width) for width in widths]
+    head = nodes.thead()
+    head += nodes.row("", *(code_cell(heading) for heading in headings))
+    group += head
+    body = nodes.tbody()
+    group += body
+    return table, body
+
+
 def edition_links(language: str, target_uri: str, depth: int) -> list[dict[str, Any]]:
     """Links from one page (``target_uri``, ``depth`` directories down) to every edition."""
     site_root = "../" * depth + ("../" if EDITIONS[language][1] else "")

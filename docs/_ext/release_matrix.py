@@ -30,7 +30,7 @@ from typing import Any
 
 from data_catalog import MissingTranslation, catalog_path, translator
 from docutils import nodes
-from editions import code_cell, edition_texts
+from editions import code_cell, edition_texts, table_frame
 from packaging.version import Version
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
@@ -291,29 +291,12 @@ def _compose(data: Release, words: dict[str, str]) -> list[str]:
     return [words["compose"], rules]
 
 
-def _table(
-    name: str, headings: list[str], widths: tuple[int, ...]
-) -> tuple[nodes.table, nodes.tbody]:
-    """An empty table of class ``name`` with its heading row (each heading's `code` as
-    code); the caller fills the body it returns."""
-    table = nodes.table(classes=[name])
-    group = nodes.tgroup(cols=len(headings))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in widths]
-    head = nodes.thead()
-    head += nodes.row("", *(code_cell(heading) for heading in headings))
-    group += head
-    body = nodes.tbody()
-    group += body
-    return table, body
-
-
 def release_matrix(
     releases: Iterable[Release], words: dict[str, str], pins: PathReleases, measured: Pairings
 ) -> nodes.table:
     """One row per release, in the reverse of the given order (the data's: oldest first)."""
     headers = ["head_release", "head_stack", "head_images", "head_serve_llm", "head_compose"]
-    table, body = _table("release-matrix", [words[h] for h in headers], (12, 16, 24, 28, 20))
+    table, body = table_frame("release-matrix", [words[h] for h in headers], (12, 16, 24, 28, 20))
     for data in reversed(list(releases)):
         stack = words["stack"].format(vllm=data.vllm, cann=data.cann, torch_npu=data.torch_npu)
         body += nodes.row(
@@ -339,7 +322,7 @@ def unread_releases(
     """One row per release that can't be read here, newest first: what its release
     pages state, why it is not read, and the Rays measured beside its vLLM."""
     headers = ["head_release", "head_month", "head_vllm", "head_unread", "head_measured"]
-    table, body = _table("unread-releases", [words[h] for h in headers], (12, 8, 20, 34, 26))
+    table, body = table_frame("unread-releases", [words[h] for h in headers], (12, 8, 20, 34, 26))
     for data in reversed(list(unread)):
         nearest = " ".join(data.nearest_read.split()) if data.nearest_read else None
         body += nodes.row(
@@ -401,7 +384,7 @@ def release_differences(releases: Iterable[Release], words: dict[str, str]) -> n
                 for data in newest_first
             )
             rows.setdefault((name, cells), []).append(kind)
-    table, body = _table(
+    table, body = table_frame(
         "release-differences",
         [words["head_kind"], words["head_setting"], *(f"`{data.tag}`" for data in newest_first)],
         (8, 20, *(24,) * len(newest_first)),
@@ -480,7 +463,7 @@ def ray_pairings(
         tags_by_vllm.setdefault(data.vllm, []).append(data.tag)
     who = _vllm_and_releases(tags_by_vllm, words)
     headers = ["head_ray", "head_pin", "head_carried", "head_measured"]
-    table, body = _table("ray-pairings", [words[h] for h in headers], (10, 14, 26, 50))
+    table, body = table_frame("ray-pairings", [words[h] for h in headers], (10, 14, 26, 50))
     for ray, pinned in reversed(list(pins.items())):
         body += nodes.row(
             "",

@@ -107,6 +107,29 @@ def optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert_or_none
 
 
+def vllm_flag_name(word: str) -> str:
+    """The flag (with any ``.key.sub``) of a word, as vLLM's parser reads it: underscores
+    before the first ``.`` of a ``--`` flag are dashes (``--max_model_len``), at every
+    stored vLLM (``vllm/utils/argparse_utils.py``, ``FlexibleArgumentParser.parse_args``)."""
+    name = word.partition("=")[0]
+    if not name.startswith("--"):
+        return name
+    head, dot, keys = name.partition(".")
+    return head.replace("_", "-") + dot + keys
+
+
+def config_key_value(text: str) -> Any:
+    """The value of ``--some-config.key TEXT`` as vLLM reads it: JSON, else a size
+    (``80g``), else the text itself (the same function)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return human_readable_int(text)
+        except (ValueError, argparse.ArgumentTypeError):
+            return text
+
+
 #: Every value type a stored flag may name; ``optional:NAME`` takes None as well.
 CONVERTERS: dict[str, Callable[[str], Any]] = {
     "str": str,

@@ -16,9 +16,10 @@ from ray_serve_npu.check.problems import InputError
 from ray_serve_npu.vllm_flags import (
     ParseError,
     StoredFlags,
-    human_readable_int,
+    config_key_value,
     stored_parser,
     suggest,
+    vllm_flag_name,
 )
 
 
@@ -81,33 +82,14 @@ def _is_option(text: str) -> bool:
     return not text.lstrip("-").replace(".", "", 1).isdigit()
 
 
-def _flag_name(word: str) -> str:
-    """The flag (with any ``.key.sub``) of a word, as vLLM's parser reads it: underscores
-    before the first ``.`` of a ``--`` flag are dashes (``--max_model_len``), at every
-    stored vLLM (``vllm/utils/argparse_utils.py``, ``FlexibleArgumentParser.parse_args``)."""
-    name = word.partition("=")[0]
-    if not name.startswith("--"):
-        return name
-    head, dot, keys = name.partition(".")
-    return head.replace("_", "-") + dot + keys
-
-
 def _set_config_key(
     deployment: Deployment, dest: str, keys: str, group: list[Setting], line: int
 ) -> None:
-    """``--compilation-config.mode 3``: one key of a config flag's JSON object. vLLM reads
-    the value as JSON, else as a size (``80g``), else as text, and merges the keys of one
-    flag into one object (the same function)."""
+    """``--compilation-config.mode 3``: one key of a config flag's JSON object; vLLM
+    merges the keys of one flag into one object (``FlexibleArgumentParser.parse_args``)."""
     word = str(group[0].value)
     text = word.partition("=")[2] if "=" in word else " ".join(str(t.value) for t in group[1:])
-    value: Any
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            value = human_readable_int(text)
-        except (ValueError, argparse.ArgumentTypeError):
-            value = text
+    value = config_key_value(text)
     current = deployment.engine.get(dest)
     merged: dict[str, Any] = current.value if current and isinstance(current.value, dict) else {}
     *parents, last = keys.split(".")
@@ -136,7 +118,7 @@ def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
     options: dict[str, argparse.Action] = parser._option_string_actions
     for group in _groups(deployment.serve_argv, _is_option)[1:]:
         flag = group[0]
-        name, _, keys = _flag_name(str(flag.value)).partition(".")
+        name, _, keys = vllm_flag_name(str(flag.value)).partition(".")
         if name in _HELP:
             raise _not_serving(name, flag.line)
         action = options.get(name)

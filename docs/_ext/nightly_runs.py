@@ -1,0 +1,123 @@
+"""The ``nightly-runs`` directive: every single-node run of vLLM-Ascend's nightly CI at
+a release (:mod:`ray_serve_npu.releases.nightly`), one row each, with a link to its
+test case at the tag.
+
+``:release:`` names the release; without it, the release the Ray Serve LLM recipes pin.
+Nothing in the table is typed on a page: a new config file is a new row. The headings
+are in the build's language, as ``release_matrix`` does; models, flags and versions
+stay as the files write them.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from editions import code_cell, edition_texts, table_frame
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+from upstream_links import UPSTREAMS, resolve
+
+from ray_serve_npu import compat
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR, NightlyRun, nightly_runs
+
+TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "model": "Model (test case)",
+        "node_kind": "Node kind",
+        "npus": "NPUs (TP × DP)",
+        "expert_parallel": "Expert parallel",
+        "max_model_len": "Max context",
+        "quantization": "Quantization",
+        "speculative": "Speculative decoding",
+        "source": "Config",
+        "not_named": "not named",
+        "yes": "yes",
+        "no": "no",
+        "none": "none",
+    },
+    "zh_CN": {
+        "model": "模型（测试用例）",
+        "node_kind": "节点类型",
+        "npus": "NPU 数（TP × DP）",
+        "expert_parallel": "专家并行",
+        "max_model_len": "最大上下文",
+        "quantization": "量化",
+        "speculative": "推测解码",
+        "source": "配置",
+        "not_named": "未注明",
+        "yes": "是",
+        "no": "否",
+        "none": "无",
+    },
+}
+
+_COLUMNS = (
+    "model",
+    "node_kind",
+    "npus",
+    "expert_parallel",
+    "max_model_len",
+    "quantization",
+    "speculative",
+    "source",
+)
+
+
+def _source(run: NightlyRun) -> nodes.entry:
+    upstream = UPSTREAMS["vllm-ascend"]
+    link = resolve(upstream.role, f"{run.path}@{upstream.version(run.release)}#L{run.line}")
+    name = run.path.rsplit("/", 1)[1]
+    text = f"{name}:{run.line}"
+    entry = nodes.entry()
+    entry += nodes.paragraph(
+        "", "", nodes.reference("", "", nodes.literal(text, text), refuri=link.url)
+    )
+    return entry
+
+
+def _speculative(run: NightlyRun) -> str | None:
+    if run.speculative_method is None:
+        return None
+    return f"`{run.speculative_method}` × {run.speculative_tokens}"
+
+
+def nightly_table(runs: list[NightlyRun], words: dict[str, str]) -> nodes.table:
+    table, body = table_frame(
+        "nightly-runs", [words[c] for c in _COLUMNS], (26, 8, 10, 8, 9, 9, 12, 18)
+    )
+    for run in runs:
+        parallel = f"{run.npus} ({run.tensor_parallel} × {run.data_parallel})"
+        if run.pipeline_parallel > 1:
+            parallel += f" × PP {run.pipeline_parallel}"
+        body += nodes.row(
+            "",
+            code_cell(f"`{run.model}`", f"(`{run.name}`)"),
+            code_cell(run.node_kind or words["not_named"]),
+            code_cell(parallel),
+            code_cell(words["yes"] if run.expert_parallel else words["no"]),
+            code_cell(str(run.max_model_len) if run.max_model_len else words["none"]),
+            code_cell(f"`{run.quantization}`" if run.quantization else words["none"]),
+            code_cell(_speculative(run) or words["none"]),
+            _source(run),
+        )
+    return table
+
+
+class NightlyRuns(SphinxDirective):
+    option_spec = {"release": directives.unchanged}
+
+    def run(self) -> list[nodes.Node]:
+        tag = self.options.get("release") or compat.VLLM_ASCEND.tag
+        try:
+            runs = list(nightly_runs(tag))
+        except LookupError as error:
+            raise self.error(str(error)) from None
+        for path in sorted((NIGHTLY_DIR / tag).glob("*.yaml")):
+            self.env.note_dependency(str(path))
+        words = edition_texts(TEXTS, self.config.language)
+        return [nightly_table(runs, words)]
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.add_directive("nightly-runs", NightlyRuns)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

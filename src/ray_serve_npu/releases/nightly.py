@@ -1,0 +1,130 @@
+"""The single-node runs of vLLM-Ascend's nightly hardware CI at each release, as data.
+
+``nightly/<tag>/*.yaml`` are vLLM-Ascend's own
+``tests/e2e/nightly/single_node/models/configs/*.yaml`` at that release, copied
+unchanged (``nightly/README.md`` says from where). Each test case of one is a run: a
+model, its environment and the words after ``vllm serve MODEL``, which this module reads
+as that release's vLLM reads them (:mod:`ray_serve_npu.vllm_flags`), with the file and
+line it comes from.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from ray_serve_npu.releases.loader import DATA_DIR, release
+from ray_serve_npu.vllm_flags import stored_parser, vllm_flag_name
+
+#: Where the copies live, one folder per release tag.
+NIGHTLY_DIR = DATA_DIR / "nightly"
+#: Where the files are in vLLM-Ascend's repository.
+UPSTREAM_DIR = "tests/e2e/nightly/single_node/models/configs"
+#: The CI fills a port whose value is DEFAULT_PORT with a free one
+#: (tests/e2e/nightly/single_node/models/scripts/GUIDE_AND_TEMPLATE.md:157 at v0.25.1rc1).
+A_FREE_PORT = "8000"
+#: A node kind the file or the case names at its end: ``...-A3.yaml``, ``...-a2``.
+_NODE_KIND = re.compile(r"[-_](A2|A3)$", re.IGNORECASE)
+
+
+class NightlyRun(BaseModel):
+    """One test case of vLLM-Ascend's nightly CI: what it serves, and how."""
+
+    release: str
+    #: The file's path in vLLM-Ascend's repository, and the line of the case in it.
+    path: str
+    line: int
+    name: str
+    model: str
+    #: A2 or A3 where the file's or the case's name ends in it, else None.
+    node_kind: str | None
+    envs: dict[str, str]
+    #: The words after ``vllm serve MODEL``: server_cmd, then server_cmd_extra
+    #: (single_node_config.py:165-167 at v0.25.1rc1), with ``$NAME`` filled from envs.
+    argv: list[str]
+    tensor_parallel: int
+    data_parallel: int
+    pipeline_parallel: int
+    expert_parallel: bool
+    max_model_len: int | None
+    quantization: str | None
+    #: Its speculative decoding's method (``mtp``) and number of tokens, else None.
+    speculative_method: str | None
+    speculative_tokens: int | None
+
+    @property
+    def npus(self) -> int:
+        """The NPUs the run's engine uses: tensor × data × pipeline parallel."""
+        return self.tensor_parallel * self.data_parallel * self.pipeline_parallel
+
+
+def _argv(case: dict[str, Any]) -> list[str]:
+    envs = {k: A_FREE_PORT if v == "DEFAULT_PORT" else str(v) for k, v in case["envs"].items()}
+    words = [str(w) for w in [*case["server_cmd"], *case.get("server_cmd_extra", [])]]
+    return [re.sub(r"\$(\w+)", lambda m: envs.get(m[1], m[0]), word) for word in words]
+
+
+def _engine(argv: list[str], vllm: str) -> Any:
+    """The engine arguments of ``argv`` as vLLM ``vllm`` parses them; ``--x.key`` words,
+    which only set keys of config objects, are left out."""
+    words: list[str] = []
+    dotted = False
+    for word in argv:
+        if word.startswith("-") and not word.lstrip("-")[:1].isdigit():
+            name = vllm_flag_name(word)
+            dotted = "." in name
+            if not dotted:
+                words.append(name + word[len(word.partition("=")[0]) :])
+        elif not dotted:
+            words.append(word)
+    return stored_parser(vllm).parse_args(words)
+
+
+def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
+    argv = _argv(case)
+    engine = _engine(argv, release(tag).vllm)
+    named = _NODE_KIND.search(path.stem) or _NODE_KIND.search(case["name"])
+    speculative = engine.speculative_config or {}
+    return NightlyRun(
+        release=tag,
+        path=f"{UPSTREAM_DIR}/{path.name}",
+        line=line,
+        name=case["name"],
+        model=case["model"],
+        node_kind=named[1].upper() if named else None,
+        envs={k: str(v) for k, v in case["envs"].items()},
+        argv=argv,
+        tensor_parallel=engine.tensor_parallel_size or 1,
+        data_parallel=engine.data_parallel_size or 1,
+        pipeline_parallel=engine.pipeline_parallel_size or 1,
+        expert_parallel=bool(engine.enable_expert_parallel),
+        max_model_len=engine.max_model_len,
+        quantization=engine.quantization,
+        speculative_method=speculative.get("method"),
+        speculative_tokens=speculative.get("num_speculative_tokens"),
+    )
+
+
+@cache
+def nightly_runs(tag: str) -> tuple[NightlyRun, ...]:
+    """Every ``vllm serve`` run of the release's nightly single-node CI, file by file."""
+    folder = NIGHTLY_DIR / tag
+    if not folder.is_dir():
+        held = ", ".join(sorted(p.name for p in NIGHTLY_DIR.iterdir() if p.is_dir()))
+        raise LookupError(f"no nightly CI configs are stored for {tag}; they are for {held}")
+    runs = []
+    for path in sorted(folder.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        # PyYAML, as vLLM-Ascend's runner reads them: the files repeat `<<` in one
+        # mapping, which YAML 1.2 readers refuse.
+        cases = yaml.safe_load(text)["test_cases"]
+        (case_nodes,) = [v for k, v in yaml.compose(text).value if k.value == "test_cases"]
+        for case, node in zip(cases, case_nodes.value, strict=True):
+            if case.get("service_mode", "openai") == "openai":
+                runs.append(_run(tag, path, case, node.start_mark.line + 1))
+    return tuple(runs)
