@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from editions import edition_texts, inline_code
+from editions import edition_texts, inline_code, table_frame
 from ray_serve_npu_tooling.harness.status import (
     Mode,
     Outcome,
@@ -222,26 +222,14 @@ def _outcome_cell(block: Any, outcome: Outcome, mode: Mode, words: dict[str, str
     return words["cell_skipped"].format(reason=_reason(outcome))
 
 
-def _table(headers: list[str], widths: list[int]) -> tuple[nodes.table, nodes.tbody]:
-    table = nodes.table(classes=["test-status-table"])
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    group += [nodes.colspec(colwidth=width) for width in widths]
-    head = nodes.thead()
-    head += nodes.row("", *(_cell(header) for header in headers))
-    group += head
-    body = nodes.tbody()
-    group += body
-    return table, body
-
-
 def status_table(
     statuses: Iterable[tuple[str, PageStatus]], words: dict[str, str], docname: str
 ) -> nodes.table:
     """Every block of every page, with its outcome on each tier."""
-    table, body = _table(
+    table, body = table_frame(
+        "test-status-table",
         [words["head_page"], words["head_block"], words["head_fake"], words["head_ascend"]],
-        [20, 16, 32, 32],
+        (20, 16, 32, 32),
     )
     for page, status in statuses:
         pairs = zip(status.fake, status.ascend, strict=True)

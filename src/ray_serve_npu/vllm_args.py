@@ -1,8 +1,8 @@
-"""``vllm serve`` flags and engine keywords: what vLLM's own parser accepts, where vLLM imports.
+"""``vllm serve`` flags and engine keywords: what the installed vLLM's own parser accepts.
 
-The checker (:mod:`ray_serve_npu.check.arguments`) judges flags with it, and the
-fake-NPU tier's adapter (:mod:`ray_serve_npu.fake_npu.adapter`) keeps only the flags
-it accepts. Nothing here imports vLLM until asked.
+The fake-NPU tier's adapter (:mod:`ray_serve_npu.fake_npu.adapter`) keeps only the
+flags it accepts, and ``nox -s vllm-flags`` stores them (the checker reads the stored
+ones: :mod:`ray_serve_npu.vllm_flags`). Nothing here imports vLLM until asked.
 """
 
 from __future__ import annotations
@@ -40,15 +40,6 @@ def serve_flags() -> frozenset[str] | None:
     """Every option string of ``vllm serve``'s parser, or None if vLLM does not import."""
     parser = serve_parser()
     return None if parser is None else frozenset(parser._option_string_actions)
-
-
-def vllm_version() -> str | None:
-    """The version of the vLLM whose parser judges flags, or None if vLLM does not import."""
-    if serve_parser() is None:
-        return None
-    import vllm
-
-    return str(vllm.__version__)
 
 
 @cache

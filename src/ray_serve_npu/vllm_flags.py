@@ -20,11 +20,12 @@ import difflib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 
 class ParseError(Exception):
@@ -52,7 +53,10 @@ def human_readable_int(text: str) -> int:
     if match := _SUFFIXED.fullmatch(text):
         number, suffix = match.groups()
         if suffix.islower():
-            return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+            try:
+                return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+            except OverflowError:
+                raise argparse.ArgumentTypeError(f"{text}: too large a number") from None
         if "." in number:
             raise argparse.ArgumentTypeError(
                 f"{text}: a binary suffix ({suffix}) takes a whole number; "
@@ -107,10 +111,37 @@ def optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert_or_none
 
 
-def vllm_flag_name(word: str) -> str:
-    """The flag (with any ``.key.sub``) of a word, as vLLM's parser reads it: underscores
-    before the first ``.`` of a ``--`` flag are dashes (``--max_model_len``), at every
-    stored vLLM (``vllm/utils/argparse_utils.py``, ``FlexibleArgumentParser.parse_args``)."""
+def is_flag(word: str) -> bool:
+    """Whether a word of ``vllm serve`` is a flag: it starts with ``-``, and is not a
+    negative number (``-1``)."""
+    if not word.startswith("-") or word == "-":
+        return False
+    return not word.lstrip("-").replace(".", "", 1).isdigit()
+
+
+@dataclass(frozen=True)
+class FlagWords:
+    """One flag and its values, as vLLM's parser reads them."""
+
+    #: The flag as vLLM's parser reads it (``--max-model-len`` for ``--max_model_len``).
+    name: str
+    #: A value written in the flag's word (``--flag=value``), and the words after it.
+    inline: str | None
+    values: tuple[str, ...]
+    #: The flag as written, and the index of the word it was written in.
+    written: str
+    at: int
+    #: Why vLLM would refuse it before its parser reads it, else None.
+    problem: str | None = None
+
+    def argv(self) -> list[str]:
+        """The words argparse is given for this flag."""
+        first = [self.name] if self.inline is None else [f"{self.name}={self.inline}"]
+        return first + list(self.values)
+
+
+def _vllm_name(word: str) -> str:
+    # Underscores before the first `.` of a `--` flag are dashes.
     name = word.partition("=")[0]
     if not name.startswith("--"):
         return name
@@ -118,9 +149,20 @@ def vllm_flag_name(word: str) -> str:
     return head.replace("_", "-") + dot + keys
 
 
+def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+    # Keys merge at every depth, lists extend, and anything else is replaced.
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        elif isinstance(value, list) and isinstance(into.get(key), list):
+            into[key] += value
+        else:
+            into[key] = value
+
+
 def config_key_value(text: str) -> Any:
     """The value of ``--some-config.key TEXT`` as vLLM reads it: JSON, else a size
-    (``80g``), else the text itself (the same function)."""
+    (``80g``), else the text itself."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -128,6 +170,65 @@ def config_key_value(text: str) -> Any:
             return human_readable_int(text)
         except (ValueError, argparse.ArgumentTypeError):
             return text
+
+
+def read_flags(words: list[str]) -> list[FlagWords]:
+    """The flags of the words after ``vllm serve`` (leading positionals skipped), as
+    vLLM's parser reads them before argparse does, at every stored vLLM
+    (``vllm/utils/argparse_utils.py``, ``FlexibleArgumentParser.parse_args``):
+
+    - ``-O3``, ``-O=3`` and ``-O 3`` are ``--optimization-level 3``;
+    - underscores before the first ``.`` of a ``--`` flag are dashes;
+    - ``--x-config.key VALUE`` sets one key of a JSON object, ``key+ a,b`` extends a list
+      there; the keys given for one flag are merged and passed as that flag's value after
+      every other flag, so they replace a whole value given for it.
+    """
+    spelled: list[tuple[int, str]] = []
+    for at, word in enumerate(words):
+        if word.startswith("-O") and word != "-O":
+            level = word[3:] if word[2] == "=" else word[2:]
+            spelled += [(at, "--optimization-level"), (at, level)]
+        elif word == "-O" and words[at + 1 : at + 2] in (["0"], ["1"], ["2"], ["3"]):
+            spelled.append((at, "--optimization-level"))
+        else:
+            spelled.append((at, word))
+    groups: list[list[tuple[int, str]]] = []
+    for at, word in spelled:
+        if is_flag(word):
+            groups.append([(at, word)])
+        elif groups:
+            groups[-1].append((at, word))
+    flags: list[FlagWords] = []
+    objects: dict[str, tuple[int, dict[str, Any]]] = {}
+    for (at, word), *rest in groups:
+        name = _vllm_name(word)
+        values = [value for _, value in rest]
+        inline = word.partition("=")[2] if "=" in word else None
+        head, dot, keys = name.partition(".")
+        if not dot:
+            flags.append(FlagWords(name, inline, tuple(values), word, at))
+            continue
+        if inline is None and not values:
+            flags.append(FlagWords(head, None, (), word, at, f"{word} needs a value"))
+            continue
+        text = inline if inline is not None else values.pop(0)
+        if values:
+            stray = f"unrecognized arguments: {' '.join(values)}"
+            flags.append(FlagWords(head, None, (), word, at, stray))
+            continue
+        *parents, last = keys.split(".")
+        value = config_key_value(text)
+        if last.endswith("+"):
+            last, value = last[:-1], text.split(",")
+        nested: dict[str, Any] = {last: value}
+        for key in reversed(parents):
+            nested = {key: nested}
+        _merge(objects.setdefault(head, (at, {}))[1], nested)
+    flags += [
+        FlagWords(head, None, (json.dumps(merged),), head, at)
+        for head, (at, merged) in objects.items()
+    ]
+    return flags
 
 
 #: Every value type a stored flag may name; ``optional:NAME`` takes None as well.
@@ -186,8 +287,16 @@ class StoredFlags(BaseModel):
     engine_kwargs: list[str]
     options: list[StoredOption]
 
+    _parser: argparse.ArgumentParser | None = PrivateAttr(default=None)
+
     def parser(self) -> argparse.ArgumentParser:
-        """An argparse parser with the stored options; a bad value raises ParseError."""
+        """An argparse parser with the stored options, built once; a bad value raises
+        ParseError."""
+        if self._parser is None:
+            self._parser = self._build_parser()
+        return self._parser
+
+    def _build_parser(self) -> argparse.ArgumentParser:
         parser = _RaisingParser(allow_abbrev=self.allow_abbrev, add_help=False)
         for option in self.options:
             kwargs: dict[str, Any] = {"dest": option.dest}
@@ -234,8 +343,3 @@ def stored_flags(vllm: str) -> StoredFlags:
             f"store them with `nox -s vllm-flags -- {vllm}`"
         )
     return StoredFlags.model_validate_json(source.read_text())
-
-
-@cache
-def stored_parser(vllm: str) -> argparse.ArgumentParser:
-    return stored_flags(vllm).parser()

@@ -163,3 +163,59 @@ def test_flags_are_read_as_vllms_parser_reads_them() -> None:
     assert deployment.engine["compilation_config"].line == 3
     [(unknown, suggestion)] = deployment.unknown_flags
     assert (unknown.value, unknown.line, suggestion) == ("--tokenizr_mode", 6, "--tokenizer-mode")
+
+
+#: `vllm serve` words, and the engine argument whose value the checker and vLLM's own
+#: parser must agree on (or both refuse the words).
+AS_VLLM_READS_THEM = [
+    (["--additional-config", '{"a": true}', "--additional-config.b", "true"], "additional_config"),
+    (["--additional-config.b", "true", "--additional-config", '{"a": 1}'], "additional_config"),
+    (["--additional_config.x.y=1", "--additional-config.x.z", "2k"], "additional_config"),
+    (
+        ["--additional-config.shapes+", "1,2", "--additional-config.shapes+", "3"],
+        "additional_config",
+    ),
+    (["--additional-config.mode", "3", "extra"], "additional_config"),
+    (["--additional-config.mode"], "additional_config"),
+    (
+        ["-sc.method", "mtp", "--speculative-config.num_speculative_tokens", "1"],
+        "speculative_config",
+    ),
+    (["--max-model-len.foo", "3"], "max_model_len"),
+    (["--max_model_len=4k"], "max_model_len"),
+    (["--max-model-len", "9" * 400 + ".5k"], "max_model_len"),
+    (["--tensor-parallel-size=2", "extra"], "tensor_parallel_size"),
+    (["-t", "2"], "tensor_parallel_size"),
+    (["--tensor-parallel", "2"], "tensor_parallel_size"),
+    (["-O3"], "optimization_level"),
+    (["-O=2"], "optimization_level"),
+    (["-O", "1"], "optimization_level"),
+    (["--enable-expert-parallel", "--no-enable-expert-parallel"], "enable_expert_parallel"),
+    (["--middleware", "a", "--middleware", "b"], "middleware"),
+]
+
+
+def _vllm_reads(parser: argparse.ArgumentParser, words: list[str], dest: str) -> Any:
+    try:
+        return getattr(parser.parse_args(["/models/m", *words]), dest)
+    except Exception:  # noqa: BLE001 - any refusal: argparse's, or vLLM's own IndexError
+        return "refused"
+
+
+def _checker_reads(flags: StoredFlags, words: list[str], dest: str) -> Any:
+    deployment = Deployment(file="x", line=1)
+    apply_serve_argv([Setting(value=w, line=1) for w in ["/models/m", *words]], deployment)
+    judge_arguments(deployment, flags)
+    if deployment.unknown_flags or deployment.invalid_values:
+        return "refused"
+    return deployment.engine[dest].value
+
+
+@pytest.mark.parametrize(("words", "dest"), AS_VLLM_READS_THEM)
+def test_the_checker_reads_a_command_line_as_vllms_parser_does(
+    live: tuple[argparse.ArgumentParser, StoredFlags], words: list[str], dest: str
+) -> None:
+    """At the installed vLLM, through the checker's own reading of the words (its flag
+    groups, vLLM's rewrites of -O and of underscores, config keys, prefixes)."""
+    parser, flags = live
+    assert _checker_reads(flags, words, dest) == _vllm_reads(parser, words, dest)

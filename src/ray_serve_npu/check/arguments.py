@@ -13,14 +13,7 @@ from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError
-from ray_serve_npu.vllm_flags import (
-    ParseError,
-    StoredFlags,
-    config_key_value,
-    stored_parser,
-    suggest,
-    vllm_flag_name,
-)
+from ray_serve_npu.vllm_flags import ParseError, StoredFlags, is_flag, read_flags, suggest
 
 
 def _plain_value(token: str) -> Any:
@@ -30,17 +23,6 @@ def _plain_value(token: str) -> Any:
         except json.JSONDecodeError:
             return token
     return token
-
-
-def _groups(tokens: list[Setting], is_option: Any) -> list[list[Setting]]:
-    """Split argv into [option, values...] groups; a leading group holds positionals."""
-    groups: list[list[Setting]] = [[]]
-    for token in tokens:
-        if is_option(str(token.value)):
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    return groups
 
 
 # With these, `vllm serve` prints its help and exits instead of serving.
@@ -59,9 +41,8 @@ def apply_serve_argv(tokens: list[Setting], deployment: Deployment) -> None:
     """Record the tokens after ``vllm serve``; :func:`judge_arguments` reads their flags."""
     if tokens:
         deployment.http_server_line = tokens[0].line
-    groups = _groups(tokens, _is_option)
-    if groups[0]:
-        deployment.model = groups[0][0]
+    if tokens and not is_flag(str(tokens[0].value)):
+        deployment.model = tokens[0]
     deployment.serve_argv = tokens
 
 
@@ -73,33 +54,6 @@ def apply_engine_kwargs(
         if isinstance(value, str) and value[:1] in "{[":
             value = _plain_value(value)
         deployment.engine_kwargs[key] = Setting(value=value, line=lines.get(key, deployment.line))
-
-
-def _is_option(text: str) -> bool:
-    if not text.startswith("-") or text == "-":
-        return False
-    # A negative number is a value ("-1"), not a flag.
-    return not text.lstrip("-").replace(".", "", 1).isdigit()
-
-
-def _set_config_key(
-    deployment: Deployment, dest: str, keys: str, group: list[Setting], line: int
-) -> None:
-    """``--compilation-config.mode 3``: one key of a config flag's JSON object; vLLM
-    merges the keys of one flag into one object (``FlexibleArgumentParser.parse_args``)."""
-    word = str(group[0].value)
-    text = word.partition("=")[2] if "=" in word else " ".join(str(t.value) for t in group[1:])
-    value = config_key_value(text)
-    current = deployment.engine.get(dest)
-    merged: dict[str, Any] = current.value if current and isinstance(current.value, dict) else {}
-    *parents, last = keys.split(".")
-    node = merged
-    for key in parents:
-        if not isinstance(node.get(key), dict):
-            node[key] = {}
-        node = node[key]
-    node[last] = value
-    deployment.engine[dest] = Setting(value=merged, line=current.line if current else line)
 
 
 def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
@@ -114,44 +68,42 @@ def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
             deployment.unknown_flags.append((name, suggest(key, flags.engine_kwargs)))
     if deployment.serve_argv is None:
         return
-    parser = stored_parser(flags.vllm)
+    parser = flags.parser()
     options: dict[str, argparse.Action] = parser._option_string_actions
-    for group in _groups(deployment.serve_argv, _is_option)[1:]:
-        flag = group[0]
-        name, _, keys = vllm_flag_name(str(flag.value)).partition(".")
-        if name in _HELP:
-            raise _not_serving(name, flag.line)
-        action = options.get(name)
+    tokens = deployment.serve_argv
+    for flag in read_flags([str(t.value) for t in tokens]):
+        line = tokens[flag.at].line
+        if flag.name in _HELP:
+            raise _not_serving(flag.name, line)
+        action = options.get(flag.name)
         if action is None and parser.allow_abbrev:
-            # vLLM's parser accepts a unique prefix of a long flag, so the checker does too.
-            prefixed = {options[o] for o in options if o.startswith(name) and o.startswith("--")}
+            # vLLM's parser accepts a unique prefix of a flag, so the checker does too.
+            prefixed = {options[o] for o in options if o.startswith(flag.name)}
             action = prefixed.pop() if len(prefixed) == 1 else None
         if isinstance(action, argparse._HelpAction):
-            raise _not_serving(name, flag.line)
+            raise _not_serving(flag.name, line)
         if action is not None and action.dest == "config":
             # vLLM's parser would open the file; the checker opens no file a command names.
             raise InputError(
-                f"`vllm serve {name} FILE` takes its flags from a file, "
+                f"`vllm serve {flag.name} FILE` takes its flags from a file, "
                 "which the checker does not open, so they would go unchecked",
                 "write the flags on the command line to have them checked",
-                flag.line,
+                line,
             )
+        written = Setting(value=flag.written.partition("=")[0], line=line)
         if action is None:
-            written = str(flag.value).partition("=")[0]
-            deployment.unknown_flags.append(
-                (Setting(value=written, line=flag.line), suggest(name, list(options)))
-            )
+            deployment.unknown_flags.append((written, suggest(flag.name, list(options))))
             continue
-        if keys:
-            _set_config_key(deployment, action.dest, keys, group, flag.line)
+        if flag.problem:
+            deployment.invalid_values.append((written, flag.problem))
             continue
-        _, equals, inline = str(flag.value).partition("=")
-        argv = [f"{name}={inline}"] if equals else [name, *(str(t.value) for t in group[1:])]
         try:
-            namespace = parser.parse_args(argv)
+            value = getattr(parser.parse_args(flag.argv()), action.dest)
         except ParseError as error:
-            deployment.invalid_values.append((Setting(value=name, line=flag.line), str(error)))
+            deployment.invalid_values.append((written, str(error)))
             continue
-        deployment.engine[action.dest] = Setting(
-            value=getattr(namespace, action.dest), line=flag.line
-        )
+        earlier = deployment.engine.get(action.dest)
+        if isinstance(action, argparse._AppendAction) and earlier:
+            # `--middleware a --middleware b`: vLLM keeps both.
+            value = [*earlier.value, *value]
+        deployment.engine[action.dest] = Setting(value=value, line=line)

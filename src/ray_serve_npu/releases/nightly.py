@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import DATA_DIR, release
-from ray_serve_npu.vllm_flags import stored_parser, vllm_flag_name
+from ray_serve_npu.vllm_flags import read_flags, stored_flags
 
 #: Where the copies live, one folder per release tag.
 NIGHTLY_DIR = DATA_DIR / "nightly"
@@ -70,19 +70,9 @@ def _argv(case: dict[str, Any]) -> list[str]:
 
 
 def _engine(argv: list[str], vllm: str) -> Any:
-    """The engine arguments of ``argv`` as vLLM ``vllm`` parses them; ``--x.key`` words,
-    which only set keys of config objects, are left out."""
-    words: list[str] = []
-    dotted = False
-    for word in argv:
-        if word.startswith("-") and not word.lstrip("-")[:1].isdigit():
-            name = vllm_flag_name(word)
-            dotted = "." in name
-            if not dotted:
-                words.append(name + word[len(word.partition("=")[0]) :])
-        elif not dotted:
-            words.append(word)
-    return stored_parser(vllm).parse_args(words)
+    """The engine arguments of ``argv`` as vLLM ``vllm`` parses them."""
+    words = [word for flag in read_flags(argv) for word in flag.argv()]
+    return stored_flags(vllm).parser().parse_args(words)
 
 
 def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
