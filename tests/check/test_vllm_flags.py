@@ -27,6 +27,11 @@ from ray_serve_npu.vllm_flags import ParseError, StoredFlags, stored_flags, stor
 LOOSER = ("config_json", "optional:config_json")
 
 
+#: Values the tool never tried when it chose each flag's converter: agreement on these
+#: is not agreement by construction.
+UNSEEN_PROBES = ("0x10", "1.5e2", " ", "[1,", "-0", "3.0", "2 k", "1G", "1.0k", "4T", "NONE", "{}")
+
+
 def _parse(parser: argparse.ArgumentParser, argv: list[str], dest: str) -> tuple[bool, Any]:
     try:
         return True, getattr(parser.parse_args(argv), dest)
@@ -40,7 +45,8 @@ def _argvs(option: Any) -> list[list[str]]:
         # vLLM's parser opens the file it names; the checker refuses the flag before.
         return []
     if option.action in ("store", "append"):
-        return [[flag, probe] for probe in tool.PROBES] + ([[flag]] if option.nargs == "?" else [])
+        probes = [*tool.PROBES, *UNSEEN_PROBES]
+        return [[flag, probe] for probe in probes] + ([[flag]] if option.nargs == "?" else [])
     if option.action == "boolean_optional":
         return [[flag], ["--no-" + flag.removeprefix("--")]]
     return [[flag]] if option.action != "help" else []
