@@ -1,6 +1,6 @@
 """The ``nightly-runs`` directive: every single-node run of vLLM-Ascend's nightly CI at
-a release (:mod:`ray_serve_npu.releases.nightly`), one row each, with a link to its
-test case at the tag.
+a release (:mod:`ray_serve_npu.releases.nightly`), one row each, by model and node
+kind, with a link to its test case at the tag.
 
 ``:release:`` names the release; without it, the release the Ray Serve LLM recipes pin.
 Nothing in the table is typed on a page: a new config file is a new row. The headings
@@ -33,7 +33,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "not_named": "not named",
         "yes": "yes",
         "no": "no",
-        "none": "none",
+        "none": "not set",
     },
     "zh_CN": {
         "model": "模型（测试用例）",
@@ -47,7 +47,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "not_named": "未注明",
         "yes": "是",
         "no": "否",
-        "none": "无",
+        "none": "未设置",
     },
 }
 
@@ -109,7 +109,9 @@ class NightlyRuns(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         tag = self.options.get("release") or compat.VLLM_ASCEND.tag
         try:
-            runs = list(nightly_runs(tag))
+            runs = sorted(
+                nightly_runs(tag), key=lambda run: (run.model, run.node_kind or "", run.name)
+            )
         except LookupError as error:
             raise self.error(str(error)) from None
         for path in sorted((NIGHTLY_DIR / tag).glob("*.yaml")):
