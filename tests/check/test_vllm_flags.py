@@ -140,10 +140,12 @@ def test_the_checker_imports_neither_vllm_nor_ray(target: str) -> None:
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
 
 
-def _judged(words: list[str]) -> Deployment:
+def _judged(words: list[str], flags: StoredFlags | None = None) -> Deployment:
+    """The words after `vllm serve`, one line each, judged by ``flags`` (by default the
+    stored flags of v0.25.1rc1's vLLM)."""
     deployment = Deployment(file="x", line=1)
     apply_serve_argv([Setting(value=w, line=n) for n, w in enumerate(words, 1)], deployment)
-    judge_arguments(deployment, stored_flags(RELEASES["v0.25.1rc1"].vllm))
+    judge_arguments(deployment, flags or stored_flags(RELEASES["v0.25.1rc1"].vllm))
     return deployment
 
 
@@ -209,9 +211,7 @@ def _vllm_reads(parser: argparse.ArgumentParser, words: list[str], dest: str) ->
 
 
 def _checker_reads(flags: StoredFlags, words: list[str], dest: str) -> Any:
-    deployment = Deployment(file="x", line=1)
-    apply_serve_argv([Setting(value=w, line=1) for w in ["/models/m", *words]], deployment)
-    judge_arguments(deployment, flags)
+    deployment = _judged(["/models/m", *words], flags)
     if deployment.unknown_flags or deployment.invalid_values:
         return "refused"
     return deployment.engine[dest].value
