@@ -40,13 +40,18 @@ class MockTier:
         self.served: list[tuple[str, Path, int]] = []
         #: Ports whose server was stopped again.
         self.stopped: list[int] = []
+        #: What each serve() call set over the tier's environment.
+        self.envs: list[dict[str, str]] = []
 
     def env(self) -> Mapping[str, str]:
         return {}
 
     @contextlib.contextmanager
-    def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[MockServer]:
+    def serve(
+        self, command: str, *, cwd: Path, port: int, env: Mapping[str, str] | None = None
+    ) -> Iterator[MockServer]:
         self.served.append((command, cwd, port))
+        self.envs.append(dict(env or {}))
         server = MockServer(f"http://127.0.0.1:{port}")
         httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self.model_id, server))
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,79 @@ def test_a_named_block_is_the_one_between_its_marker_lines(
     else:
         assert block.text == found
         assert block.kind is MarkerKind.SERVER
+
+
+INCLUDED = """\
+% __setup_start__
+% test: skip "needs the host"
+```bash
+ray start --head
+```
+
+% test: output
+```text
+started
+```
+% __setup_end__
+
+% __other_start__
+```bash
+echo other
+```
+% __other_end__
+"""
+
+
+def _including(tmp_path: Path, text: str) -> list:
+    (tmp_path / "steps.md").write_text(INCLUDED)
+    page = tmp_path / "quick.md"
+    page.write_text(text)
+    return read_page(text, page, tmp_path)
+
+
+def test_an_included_part_brings_its_blocks_and_markers_in_the_page_order(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "```bash\necho first\n```\n\n"
+        "1. Set up:\n\n   ```{include} steps.md\n   :start-after: __setup_start__\n"
+        "   :end-before: __setup_end__\n   ```\n\n"
+        "```bash\necho last\n```\n"
+    )
+    items = _including(tmp_path, text)
+    blocks = [item.block for item in items if item.block]
+    assert [(b.text, b.kind) for b in blocks] == [
+        ("echo first", None),
+        ("ray start --head", MarkerKind.SKIP),
+        ("started", MarkerKind.OUTPUT),
+        ("echo last", None),
+    ]
+    # Each keeps the included page's line, where a reader fixes it.
+    assert [(b.page.name, b.line) for b in blocks[1:3]] == [("steps.md", 3), ("steps.md", 8)]
+    # Sybil's regions may not overlap: each included block gets its own slice.
+    spans = [(item.start, item.end) for item in items]
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
+    assert all(start < end for start, end in spans)
+
+
+@pytest.mark.parametrize(
+    ("include", "problem"),
+    [
+        ("```{include} missing.md\n```\n", "included page missing.md does not exist"),
+        (
+            "```{include} steps.md\n:start-after: __nothing_start__\n```\n",
+            "steps.md has no line with '__nothing_start__'",
+        ),
+        ("```{include} quick.md\n```\n", "quick.md includes itself"),
+    ],
+)
+def test_a_bad_include_is_a_problem_at_its_line(tmp_path: Path, include: str, problem: str) -> None:
+    (item,) = _including(tmp_path, "Text.\n\n" + include)
+    assert item.block is None and item.problem is not None
+    assert str(item.problem).startswith(f"{tmp_path / 'quick.md'}:3: {problem}")
+
+
+def test_a_marker_before_an_include_is_a_problem(tmp_path: Path) -> None:
+    text = '% test: skip "why"\n```{include} steps.md\n:start-after: __other_start__\n```\n'
+    problems = [str(item.problem) for item in _including(tmp_path, text) if item.problem]
+    assert len(problems) == 1 and "test marker not followed by a block" in problems[0]

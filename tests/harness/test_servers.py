@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,14 @@ def test_the_same_server_is_joined_not_started_again(
     assert list(servers.joined.values()) == [1]
 
 
+def test_every_server_gets_the_keepers_environment(tier: MockTier, tmp_path: Path) -> None:
+    # The pages' home: a server block reads the key file there, as the pages' shells do.
+    with ServerKeeper(tier, {"HOME": str(tmp_path)}) as servers:
+        servers.serve("python serve_mock.py", cwd=tmp_path, port=free_port())
+        servers.serve("python serve_other.py", cwd=tmp_path, port=free_port())
+    assert tier.envs == [{"HOME": str(tmp_path)}] * 2
+
+
 def test_another_server_stops_the_kept_one_first(
     servers: ServerKeeper, tier: MockTier, tmp_path: Path
 ) -> None:
@@ -62,7 +70,9 @@ class _RefusingTier(MockTier):
     """Fails to start a server, as a recipe with a typo does."""
 
     @contextlib.contextmanager
-    def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[MockServer]:
+    def serve(
+        self, command: str, *, cwd: Path, port: int, env: Mapping[str, str] | None = None
+    ) -> Iterator[MockServer]:
         raise RuntimeError("the server exited with 1")
         yield  # pragma: no cover
 

@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ray_serve_npu.envs import (
@@ -115,13 +115,18 @@ class FakeNPUTier:
         return vllm_server_argv(argv), env
 
     @contextlib.contextmanager
-    def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[ProcessServer]:
+    def serve(
+        self, command: str, *, cwd: Path, port: int, env: Mapping[str, str] | None = None
+    ) -> Iterator[ProcessServer]:
         ensure_port_free(port)
         compose = self._server_argv(command, cwd)
         argv, extra_env = compose or (["bash", "-c", command], {})
         log_file = self.workdir / f"server-{time.monotonic_ns()}.log"
         process = start_process_group(
-            argv, cwd=cwd, env={**os.environ, **self.env(), **extra_env}, log_file=log_file
+            argv,
+            cwd=cwd,
+            env={**os.environ, **self.env(), **(env or {}), **extra_env},
+            log_file=log_file,
         )
         server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)
         try:

@@ -92,14 +92,16 @@ class AscendTier:
         }
 
     @contextlib.contextmanager
-    def serve(self, command: str, *, cwd: Path, port: int) -> Iterator[Server]:
+    def serve(
+        self, command: str, *, cwd: Path, port: int, env: Mapping[str, str] | None = None
+    ) -> Iterator[Server]:
         with tempfile.TemporaryDirectory(prefix="ascend-server-") as logs:
             log_file = Path(logs) / "server.log"
             ensure_port_free(port)
             process = start_process_group(
                 ["bash", "-c", command],
                 cwd=cwd,
-                env={**os.environ, **self.env()},
+                env={**os.environ, **self.env(), **(env or {})},
                 log_file=log_file,
             )
             server = ProcessServer(f"http://127.0.0.1:{port}", log_file, process)

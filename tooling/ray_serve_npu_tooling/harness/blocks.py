@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,11 +96,16 @@ class PageItem:
     problem: PageProblem | None
 
 
-def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
+def read_page(
+    text: str, page: Path, docs_root: Path, including: tuple[Path, ...] = ()
+) -> list[PageItem]:
     """Every block of the page, in order, with problems as items so the rest still runs.
 
     Markers are MyST comments (:func:`ray_serve_npu.myst.comments`): a ``% test:`` line
-    inside a block of code is code, not a marker.
+    inside a block of code is code, not a marker. The blocks of a part of another page
+    that the page ``{include}``s are the page's too, with that page's markers and lines:
+    a reader runs them here, in this order (``including``: the pages that include this
+    one, so that a page never includes itself).
     """
     try:
         fences = find_fences(text, page)
@@ -111,7 +117,8 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
     for line in myst.lines(text, keepends=True):
         offsets.append(offsets[-1] + len(line))
     items: list[PageItem] = []
-    marker_lines = {fence.line - 1 for fence in fences}
+    # A marker before an {include} marks nothing: the included blocks carry their own.
+    marker_lines = {fence.line - 1 for fence in fences if fence.fence.directive != "include"}
     for number, comment in comments.items():
         if MARKER_LINE.match(comment.strip()) and number not in marker_lines:
             problem = PageProblem(
@@ -122,6 +129,9 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
             start = offsets[number - 1]
             items.append(PageItem(start, start + len(lines[number - 1]), None, problem))
     for fence in fences:
+        if fence.fence.directive == "include":
+            items.extend(_included_items(fence, page, docs_root, (*including, page)))
+            continue
         try:
             marker = _marker_before(fence, comments, page)
             items.append(
@@ -130,6 +140,73 @@ def read_page(text: str, page: Path, docs_root: Path) -> list[PageItem]:
         except PageProblem as problem:
             items.append(PageItem(fence.start, fence.end, None, problem))
     return sorted(items, key=lambda item: item.start)
+
+
+def _included_items(
+    found: Fence, page: Path, docs_root: Path, including: tuple[Path, ...]
+) -> list[PageItem]:
+    """The items of the part of a page that ``found`` (an ``{include}``) brings in, each
+    given a slice of the directive's text as its span (Sybil's regions can't overlap).
+
+    Sphinx includes the text between the first ``:start-after:`` string and the next
+    ``:end-before:`` one; a part is a page's ``% __NAME_start__`` / ``% __NAME_end__``
+    lines, so its blocks are those between the lines that hold the two strings.
+    """
+    fence = found.fence
+    where = Location(page, fence.line)
+    target = (page.parent / fence.argument).resolve()
+    if target.suffix != ".md":
+        return []  # not a page: no blocks of its own (a Markdown fragment of another kind)
+    problem = None
+    if target in including:
+        problem = PageProblem(where, f"{fence.argument} includes itself", "remove the include")
+    elif not target.is_file():
+        problem = PageProblem(
+            where, f"included page {fence.argument} does not exist", "fix the path"
+        )
+    if problem is not None:
+        return [PageItem(found.start, found.end, None, problem)]
+    text = code_substituter(docs_root)(target.read_text(encoding="utf-8"))
+    text_lines = myst.lines(text)
+    first, last = 0, len(text_lines) + 1
+    after, before = fence.option("start-after"), fence.option("end-before")
+    if after:
+        first = next((n for n, line in enumerate(text_lines, 1) if after in line), 0)
+    if before:
+        last = next((n for n, line in enumerate(text_lines, 1) if n > first and before in line), 0)
+    if (after and not first) or (before and not last):
+        missing = after if after and not first else before
+        problem = PageProblem(
+            where,
+            f"{fence.argument} has no line with {missing!r}",
+            "name a part the included page marks with `% __NAME_start__` / `% __NAME_end__`",
+        )
+        return [PageItem(found.start, found.end, None, problem)]
+    part = [
+        item
+        for item in _read_included(text, target, docs_root, including)
+        if first < _item_line(item) < last
+    ]
+    width = max(1, (found.end - found.start) // max(1, len(part)))
+    return [
+        PageItem(found.start + n * width, found.start + (n + 1) * width, item.block, item.problem)
+        for n, item in enumerate(part)
+    ]
+
+
+@functools.lru_cache(maxsize=32)
+def _read_included(
+    text: str, page: Path, docs_root: Path, including: tuple[Path, ...]
+) -> tuple[PageItem, ...]:
+    # A page includes many parts of one page: read it once.
+    return tuple(read_page(text, page, docs_root, including))
+
+
+def _item_line(item: PageItem) -> int:
+    if item.block is not None:
+        return item.block.line
+    assert item.problem is not None
+    return item.problem.where.line
 
 
 def _marker_before(fence: Fence, comments: dict[int, str], page: Path) -> Marker | None:

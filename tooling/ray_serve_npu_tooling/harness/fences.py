@@ -13,6 +13,9 @@ from ray_serve_npu import myst
 
 from .problems import Location, PageProblem
 
+#: Directives that bring in another file's text: a recipe's lines, or a part of a page.
+_INCLUDES = frozenset({"literalinclude", "include"})
+
 
 @dataclass(frozen=True)
 class Fence:
@@ -29,14 +32,14 @@ class Fence:
 
 
 def find_fences(text: str, page: Path) -> list[Fence]:
-    """Every block of code and ``literalinclude`` of ``text``, in page order; raises on a
-    fence that is never closed. Other leaf directives ({eval-rst}) hold no block."""
+    """Every block of code, ``literalinclude`` and ``include`` of ``text``, in page order;
+    raises on a fence that is never closed. Other directives ({eval-rst}) hold no block."""
     offsets = [0]
     for line in myst.lines(text, keepends=True):
         offsets.append(offsets[-1] + len(line))
     found: list[Fence] = []
-    for fence in myst.leaf_fences(text):
-        if not (fence.code or fence.directive == "literalinclude"):
+    for fence in myst.fences(text):
+        if not (fence.leaf and fence.code or fence.directive in _INCLUDES):
             continue
         if not fence.closed:
             raise PageProblem(

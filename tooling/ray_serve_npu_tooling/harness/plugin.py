@@ -303,9 +303,12 @@ def recipe_tier(
 
 
 @pytest.fixture(scope="session")
-def recipe_servers(recipe_tier: Tier) -> Iterator[ServerKeeper]:
-    """The pages' servers on the recipe tier, one at a time; the last stops with the session."""
-    with ServerKeeper(recipe_tier) as servers:
+def recipe_servers(recipe_tier: Tier, recipe_home: Path | None) -> Iterator[ServerKeeper]:
+    """The pages' servers on the recipe tier, one at a time; the last stops with the session.
+    They run in the pages' home, as the pages' other blocks do: a server block reads the
+    key file there."""
+    env = {"HOME": str(recipe_home)} if recipe_home else {}
+    with ServerKeeper(recipe_tier, env) as servers:
         yield servers
 
 
@@ -325,8 +328,10 @@ def fake_tier_servers(
     # Imported here: the fake tier imports Ray.
     from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
 
-    with fake_npu_tier(tmp_path_factory.mktemp("fake-tier")) as tier, ServerKeeper(tier) as servers:
-        yield servers
+    with fake_npu_tier(tmp_path_factory.mktemp("fake-tier")) as tier:
+        home = reader_home(tmp_path_factory.mktemp("home"), tier.api_key)
+        with ServerKeeper(tier, {"HOME": str(home)}) as servers:
+            yield servers
 
 
 @pytest.fixture(scope="session")

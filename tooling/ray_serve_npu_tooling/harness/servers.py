@@ -10,6 +10,7 @@ both would hold the tier's NPUs and its port.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +33,10 @@ class ServerKeeper:
     server lives on the tier's cluster, not on a page's.
     """
 
-    def __init__(self, tier: Tier) -> None:
+    def __init__(self, tier: Tier, env: Mapping[str, str] | None = None) -> None:
         self.tier = tier
+        #: Over the tier's environment for every server (a page's ``HOME``).
+        self.env = dict(env or {})
         self._key: ServerKey | None = None
         self._server: Server | None = None
         self._stack = contextlib.ExitStack()
@@ -57,7 +60,9 @@ class ServerKeeper:
             self.joined[key] = self.joined.get(key, 0) + 1
             return self._server
         self.stop()
-        self._server = self._stack.enter_context(self.tier.serve(command, cwd=cwd, port=port))
+        self._server = self._stack.enter_context(
+            self.tier.serve(command, cwd=cwd, port=port, env=self.env)
+        )
         self._key = key
         return self._server
 

@@ -6,6 +6,7 @@ extension (``docs/_ext``) applies inside fences; the harness does the same.
 
 from __future__ import annotations
 
+import functools
 import runpy
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ def _unchanged(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4)
 def code_substituter(docs_root: Path) -> Callable[[str], str]:
     """The build's code substitutions, as a function; no change where the site has none."""
     conf = docs_root / "conf.py"

@@ -39,9 +39,10 @@ class Tier(Protocol):
     fake: bool
 
     def serve(
-        self, command: str, *, cwd: Path, port: int
+        self, command: str, *, cwd: Path, port: int, env: Mapping[str, str] | None = None
     ) -> contextlib.AbstractContextManager[Server]:
-        """Start what ``command`` (a page's server block) starts, in ``cwd``.
+        """Start what ``command`` (a page's server block) starts, in ``cwd``, with the
+        tier's environment and ``env`` over it.
 
         Entering waits until ``http://127.0.0.1:<port>/v1/models`` answers, or
         raises with the server's output; leaving stops the server and every
