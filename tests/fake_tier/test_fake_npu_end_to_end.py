@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,15 @@ def test_fake_npu_models_lists_the_served_model_id(server: Server, key: str) -> 
     models = json.loads(_curl(f"{server.base_url}/v1/models", *_bearer(key)))
     assert models["object"] == "list"
     assert [model["id"] for model in models["data"]] == [MODEL_ID]
+
+
+def test_fake_npu_server_prints_the_ready_line_the_pages_tell_readers_to_wait_for(
+    server: Server,
+) -> None:
+    shown = named_block(RECIPES.parent / PAGE, DOCS, "app_ready").text.strip()
+    # The page writes `...` for what varies (the time, the source line).
+    pattern = ".*".join(re.escape(part) for part in shown.split("..."))
+    assert re.search(pattern, server.logs()), (shown, server.logs()[-2000:])
 
 
 def test_fake_npu_chat_completion_with_curl(server: Server, key: str) -> None:

@@ -38,6 +38,7 @@ PAGE_ONLY: list[Option] = [
     ("--name", "ray-serve-npu"),
     ("-e", "RAY_AUTH_MODE=token"),
     ("-v", "$HOME/.ray/auth_token:/root/.ray/auth_token:ro"),
+    ("-v", "$HOME/.ray-serve-npu/api_key:/root/.ray-serve-npu/api_key:ro"),
     ("-v", "$PWD:/workspace/recipes"),
     ("-w", "/workspace/recipes"),
 ]
