@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 SECRETS = {
@@ -27,12 +28,27 @@ SECRETS = {
 
 
 def write_once(path: Path, value: str) -> bool:
-    """Write ``value`` to ``path`` readable by its owner alone; False if it exists."""
+    """Write ``value`` to ``path`` readable by its owner alone; False if it exists.
+
+    Raises ValueError, with the fix, for what can't hold a secret: a directory where the
+    file should be (``docker run -v`` makes one where the file is missing), or a file
+    that others may read.
+    """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ValueError(
+            f"{path} is a directory, which Docker makes where a mounted file is missing; "
+            f"remove it (rmdir {path}) and run this script again"
+        )
     try:
         # O_EXCL: never replace a secret that is in use; 0o600 from the first byte.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            raise ValueError(
+                f"{path} may be read by others (mode {mode:o}): chmod 600 {path}"
+            ) from None
         return False
     with os.fdopen(fd, "w") as file:
         file.write(value + "\n")
@@ -41,7 +57,11 @@ def write_once(path: Path, value: str) -> bool:
 
 def main() -> None:
     for path, make in SECRETS.items():
-        print(f"{'wrote' if write_once(path, make()) else 'kept'} {path}")
+        try:
+            wrote = write_once(path, make())
+        except ValueError as error:
+            sys.exit(f"make_secrets.py: {error}")
+        print(f"{'wrote' if wrote else 'kept'} {path}")
 
 
 if __name__ == "__main__":

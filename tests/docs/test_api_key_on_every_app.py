@@ -11,8 +11,9 @@ import pytest
 from ray_serve_npu.check.markdown import code_blocks
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-#: A shell line that runs a recipe that builds and runs an app.
-RUNS_A_RECIPE = re.compile(r"\bpython3? (?:\S+/)?serve_\w+\.py\b")
+#: A shell line that runs a recipe that builds and runs an app (not one that only lists
+#: what it could serve).
+RUNS_A_RECIPE = re.compile(r"\bpython3? (?:\S+/)?serve_\w+\.py\b(?! --list)")
 #: The key given to the app: read from the key file, or from the shell's exported key.
 WITH_KEY = re.compile(
     r'RAY_SERVE_NPU_API_KEY="\$(?:OPENAI_API_KEY|\(cat ~/\.ray-serve-npu/api_key\))" python'
@@ -37,6 +38,7 @@ def test_every_recipe_a_page_runs_gets_the_api_key(page: Path) -> None:
 
 
 def test_a_recipe_run_without_the_key_is_found() -> None:
+    assert runs_without_key("```bash\npython serve_model.py --list\n```\n") == []
     page = "Run it:\n\n```bash\npython serve_span_nodes.py\n```\n"
     assert runs_without_key(page) == ["4: python serve_span_nodes.py"]
     for key in ("$OPENAI_API_KEY", "$(cat ~/.ray-serve-npu/api_key)"):

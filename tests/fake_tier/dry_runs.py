@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,12 +36,16 @@ def dry_run_serving(
         yield run
 
 
-def dry_run(recipe: Path) -> subprocess.CompletedProcess[str]:
-    """``ray-serve-npu dry-run RECIPE`` from the recipe's directory, to its end."""
+def dry_run(
+    recipe: Path, *recipe_args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``ray-serve-npu dry-run RECIPE -- ARGS`` from the recipe's directory, to its end,
+    with ``env`` over this process's environment."""
+    after = ["--", *recipe_args] if recipe_args else []
     return subprocess.run(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe)],
+        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe), *after],
         cwd=recipe.parent,
-        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        env={**os.environ, "RAY_AUTH_MODE": "disabled", **(env or {})},
         capture_output=True,
         text=True,
         timeout=900,

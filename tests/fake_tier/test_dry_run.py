@@ -56,6 +56,12 @@ def test_dry_run_runs_a_recipe_as_its_page_does(name: str, command: str) -> None
     assert command_for(Path(name)) == command
 
 
+def test_dry_run_gives_a_python_recipe_its_arguments_and_nothing_else_any() -> None:
+    assert command_for(Path("serve_model.py"), ["Qwen3 32B"]) == "python serve_model.py 'Qwen3 32B'"
+    with pytest.raises(ValueError, match="only a Python recipe takes arguments; drop x"):
+        command_for(Path("serve_config.yaml"), ["x"])
+
+
 def test_dry_run_refuses_what_it_cannot_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -42,3 +42,23 @@ def test_a_second_run_keeps_both_secrets(tmp_path: Path) -> None:
     before = token.read_text(), key.read_text()
     assert _run(tmp_path) == [f"kept {token}", f"kept {key}"]
     assert (token.read_text(), key.read_text()) == before
+
+
+def test_what_cant_hold_a_secret_gets_the_fix(tmp_path: Path) -> None:
+    # `docker run -v` makes a directory where the mounted file was missing.
+    (tmp_path / ".ray" / "auth_token").mkdir(parents=True)
+    made = subprocess.run(
+        [sys.executable, SCRIPT], env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 1 and "Traceback" not in made.stderr
+    assert f"rmdir {tmp_path / '.ray' / 'auth_token'}" in made.stderr
+    (tmp_path / ".ray" / "auth_token").rmdir()
+    _run(tmp_path)
+    key = tmp_path / ".ray-serve-npu" / "api_key"
+    key.chmod(0o644)
+    made = subprocess.run(
+        [sys.executable, SCRIPT], env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 1 and f"chmod 600 {key}" in made.stderr

@@ -117,8 +117,12 @@ def read_recipe(path: Path, text: str) -> Module:
 
 def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[Deployment]:
     """The deployments of a recipe's LLMConfigs, read from its source or, with
-    ``execute_recipes``, by running its module-level code."""
+    ``execute_recipes``, by running its module-level code. A recipe that builds its
+    config from a run of vLLM-Ascend's CI (:mod:`ray_serve_npu.model_recipes`, as
+    recipes/serve_model.py does) has one deployment per run it can serve."""
     module = read_recipe(Path(path), text)
+    if module.builds_ci_runs:
+        return _ci_run_deployments(path, module)
     if not module.configs:
         if module.imported_config():
             return []  # built in another recipe, which is checked on its own
@@ -131,6 +135,22 @@ def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[De
             "build each config with `LLMConfig(...)` or a literal dict in `llm_configs`, "
             "or run the recipe with --execute-recipes",
         )
+    return deployments
+
+
+def _ci_run_deployments(path: str, module: Module) -> list[Deployment]:
+    # Imported here: reading the runs' configs costs a parse of each.
+    from ray_serve_npu.model_recipes import recipe_for, run_key
+    from ray_serve_npu.releases import SERVE_LLM_RELEASE
+    from ray_serve_npu.releases.nightly import nightly_runs
+
+    line = min((config.line for config in module.configs.values()), default=1)
+    deployments = []
+    for run in nightly_runs(SERVE_LLM_RELEASE.tag):
+        recipe = recipe_for(run, run.model)
+        deployment = deployment_from_llm_config(path, recipe.llm_config, {}, line)
+        deployment.label = f"{run_key(run)} ({run.path}:{run.line} at {run.release})"
+        deployments.append(deployment)
     return deployments
 
 

@@ -183,6 +183,10 @@ def _touched(statement: ast.AST) -> set[str]:
     return names
 
 
+#: The builder that turns a run of vLLM-Ascend's CI into an LLMConfig's arguments.
+CI_RUN_BUILDER = ("ray_serve_npu.model_recipes", "recipe_for")
+
+
 @dataclass
 class Module:
     """One recipe file, evaluated statement by statement at module level."""
@@ -195,9 +199,18 @@ class Module:
     configs: dict[ast.AST, Config] = field(default_factory=dict)
     # Whether the recipe imports Ray Serve LLM, so that it should build an LLMConfig.
     uses_serve_llm: bool = False
+    #: Whether it builds its LLMConfig from a run of vLLM-Ascend's CI, whichever its
+    #: command line names (``ray_serve_npu.model_recipes.recipe_for``).
+    builds_ci_runs: bool = False
 
     def run(self, tree: ast.Module) -> None:
         self.uses_serve_llm = _imports_serve_llm(tree)
+        self.builds_ci_runs = any(
+            isinstance(node, ast.ImportFrom)
+            and node.module == CI_RUN_BUILDER[0]
+            and any(alias.name == CI_RUN_BUILDER[1] for alias in node.names)
+            for node in ast.walk(tree)
+        )
         for statement in tree.body:
             self._statement(statement)
         # Calls that module-level code does not reach (in a function, or under

@@ -70,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
         "--node-kind", choices=sorted(NODE_KINDS), default="A2", help="NPUs per fake node"
     )
     parser.add_argument(
+        "recipe_args",
+        nargs="*",
+        metavar="ARG",
+        help="arguments a Python recipe takes (after `--`): `dry-run serve_model.py -- RUN`",
+    )
+    parser.add_argument(
         "--keep-serving",
         action="store_true",
         help="after the check request, keep serving until Ctrl+C or SIGTERM",
@@ -96,11 +102,14 @@ def _kuberay_kind(manifest: Path) -> str | None:
     return next((kind for kind in kinds if kind in KUBERAY_KINDS), None)
 
 
-def command_for(recipe: Path) -> str:
-    """The command a page would run for this recipe, from its directory."""
+def command_for(recipe: Path, args: Sequence[str] = ()) -> str:
+    """The command a page would run for this recipe, from its directory; ``args`` are a
+    Python recipe's own (a Serve config or a Compose file takes none)."""
     name = shlex.quote(recipe.name)
     if recipe.suffix == ".py":
-        return f"python {name}"
+        return shlex.join(["python", recipe.name, *args])
+    if args:
+        raise ValueError(f"{recipe}: only a Python recipe takes arguments; drop {shlex.join(args)}")
     if _COMPOSE_NAME.fullmatch(recipe.name):
         return f"docker compose -f {name} up -d"
     if recipe.suffix in {".yaml", ".yml"}:
@@ -266,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ERROR_PREFIX}{args.recipe}: no such file", file=sys.stderr)
         return 2
     try:
-        command = command_for(recipe)
+        command = command_for(recipe, args.recipe_args)
     except ValueError as error:
         print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ def finding(
         line=line,
         severity=severity or rule.severity,
         rule_id=rule.id,
-        message=message,
+        message=f"{dep.label}: {message}" if isinstance(dep, Deployment) and dep.label else message,
         fix=fix or rule.fix,
     )
 

@@ -1,0 +1,80 @@
+"""Serve one model of vLLM-Ascend's nightly CI with Ray Serve LLM, as its CI runs it.
+
+Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has run,
+with ``MODEL_PATH`` set to the model's weights: ``python serve_model.py RUN``, where
+RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin
+(``python serve_model.py --list`` lists them; ``--show RUN`` prints the arguments of
+its ``LLMConfig``, to start a recipe of your own from). The app answers OpenAI-compatible
+requests on http://127.0.0.1:8000/v1, as the model's name in lower case.
+
+The engine's settings and environment are the CI's own, read from its config file at
+the tag by ``ray_serve_npu.model_recipes``; the script prints what of the run Ray
+Serve LLM does itself (the port, the API server), and why. DeepSeek-V4-Flash has a
+readable recipe of its own: serve_npu.py and serve_npu_a3.py.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from ray_serve_npu.model_recipes import ModelRecipe, find_run, recipe_for, run_key
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.nightly import nightly_runs
+
+
+# __model_start__
+def chosen_recipe() -> ModelRecipe | None:
+    """The recipe of the run the command line names; None where it lists or shows runs."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", nargs="?", help="the CI's test case, as --list names it")
+    parser.add_argument("--list", action="store_true", help="list the runs and exit")
+    parser.add_argument(
+        "--show", action="store_true", help="print the run's LLMConfig arguments and exit"
+    )
+    args = parser.parse_args()
+    tag = SERVE_LLM_RELEASE.tag
+    if args.list or not args.run:
+        for run in nightly_runs(tag):
+            print(f"{run_key(run)}: {run.model}, {run.npus} NPUs")
+        return None
+    try:
+        run = find_run(args.run, tag)
+    except LookupError as error:
+        sys.exit(f"serve_model.py: {error}")
+    if "MODEL_PATH" not in os.environ:
+        sys.exit(f"serve_model.py: set MODEL_PATH to the directory of {run.model}'s weights")
+    recipe = recipe_for(run, os.environ["MODEL_PATH"])
+    for dropped in recipe.dropped:
+        print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}")
+    if args.show:
+        print(json.dumps(recipe.llm_config, indent=2))
+        return None
+    return recipe
+
+
+# __model_end__
+
+
+def main() -> None:
+    recipe = chosen_recipe()
+    if recipe is None:
+        return
+    # __run_start__
+    # Imported here: --list and --show need neither Ray nor vLLM.
+    from ray import serve
+    from ray.serve.llm import LLMConfig
+
+    from ray_serve_npu import build_dp_openai_app, build_openai_app
+
+    llm_config = LLMConfig(**recipe.llm_config)
+    if recipe.data_parallel:
+        app = build_dp_openai_app({"llm_config": llm_config})
+    else:
+        app = build_openai_app({"llm_configs": [llm_config]})
+    serve.run(app, blocking=True)
+    # __run_end__
+
+
+if __name__ == "__main__":
+    main()

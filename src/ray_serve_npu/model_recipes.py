@@ -1,0 +1,126 @@
+"""A run of vLLM-Ascend's nightly CI as a Ray Serve LLM recipe.
+
+A run (:class:`~ray_serve_npu.releases.nightly.NightlyRun`) is what vLLM-Ascend's
+hardware CI serves for one model at one release: the ``vllm serve`` words and the
+environment. :func:`recipe_for` turns it into the keyword arguments of Ray Serve LLM's
+``LLMConfig`` with the ``npu`` kind, reading each flag as that release's vLLM reads it
+(:mod:`ray_serve_npu.vllm_flags`), and says what of the run it leaves out and why.
+Nothing here imports Ray or vLLM: the checker and the pages read recipes too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from ray_serve_npu.releases.loader import release
+from ray_serve_npu.releases.nightly import NightlyRun, nightly_runs
+from ray_serve_npu.vllm_flags import read_flags, stored_flags
+
+#: Engine settings of a run that Ray Serve LLM's app does itself, with why.
+SERVE_DOES: dict[str, str] = {
+    "port": "Serve's proxy takes the requests, on Serve's HTTP port",
+    "host": "Serve's proxy takes the requests, on Serve's HTTP host",
+    "served_model_name": "the name clients send is the recipe's model_id",
+    "api_server_count": "Ray Serve LLM's OpenAI ingress is the API server",
+    "distributed_executor_backend": "Ray Serve LLM runs the engine's workers with Ray",
+}
+#: Environment variables of the CI's runner, not of the engine.
+CI_ONLY_ENVS: dict[str, str] = {
+    "SERVER_PORT": "the CI's port for `vllm serve`; Serve's proxy has its own",
+}
+#: A variable name a process can read from its environment.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Dropped(BaseModel):
+    """A flag or variable of the run that the recipe leaves out, and why."""
+
+    name: str
+    why: str
+
+
+class ModelRecipe(BaseModel):
+    """What serves a run on Ray Serve LLM: ``LLMConfig(**llm_config)``, built with
+    ``build_dp_openai_app`` where ``data_parallel`` else ``build_openai_app``."""
+
+    run: NightlyRun
+    llm_config: dict[str, Any]
+    data_parallel: bool
+    dropped: list[Dropped]
+
+
+def run_key(run: NightlyRun) -> str:
+    """The name a reader gives for the run: the case's name, with its node kind where two
+    cases of one name differ by node kind only (``MiniMax-M2.5-w8a8-A3``)."""
+    name = run.name
+    if run.node_kind and not name.lower().endswith(run.node_kind.lower()):
+        name = f"{name}-{run.node_kind}"
+    return name
+
+
+def find_run(key: str, tag: str) -> NightlyRun:
+    """The run of release ``tag`` that :func:`run_key` names ``key`` (any case); a
+    LookupError names the closest keys otherwise."""
+    runs = {run_key(run).lower(): run for run in nightly_runs(tag)}
+    found = runs.get(key.lower())
+    if found is not None:
+        return found
+    close = [run_key(run) for name, run in runs.items() if key.lower() in name][:5]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise LookupError(
+        f"vLLM-Ascend {tag}'s nightly CI has no run named {key!r}{hint} "
+        "List them with `python serve_model.py --list`."
+    )
+
+
+def engine_settings(run: NightlyRun) -> dict[str, Any]:
+    """Each setting the run's words set, by its engine keyword, as the release's vLLM
+    parses it: only what the words give, never a default."""
+    flags = stored_flags(release(run.release).vllm)
+    parser = flags.parser()
+    defaults = vars(parser.parse_args([]))
+    settings: dict[str, Any] = {}
+    for flag in read_flags(run.argv):
+        given = vars(parser.parse_args(flag.argv()))
+        settings.update({k: v for k, v in given.items() if v != defaults[k]})
+    return settings
+
+
+def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:
+    """The Ray Serve LLM recipe of ``run``, serving the weights at ``model_source``."""
+    takes = set(stored_flags(release(run.release).vllm).engine_kwargs)
+    engine_kwargs: dict[str, Any] = {}
+    dropped: list[Dropped] = []
+    for key, value in engine_settings(run).items():
+        if key in SERVE_DOES:
+            dropped.append(Dropped(name=key, why=SERVE_DOES[key]))
+        elif key not in takes:
+            dropped.append(Dropped(name=key, why="not an engine argument of Ray Serve LLM"))
+        else:
+            engine_kwargs[key] = value
+    env_vars: dict[str, str] = {}
+    for name, value in run.envs.items():
+        if name in CI_ONLY_ENVS:
+            dropped.append(Dropped(name=name, why=CI_ONLY_ENVS[name]))
+        elif not _ENV_NAME.match(name):
+            dropped.append(
+                Dropped(name=name, why="no process reads it: a variable's name has no `-`")
+            )
+        else:
+            env_vars[name] = value
+    llm_config: dict[str, Any] = {
+        "model_loading_config": {
+            "model_id": run.model.rsplit("/", 1)[-1].lower(),
+            "model_source": model_source,
+        },
+        "accelerator_config": {"kind": "npu"},
+        "deployment_config": {"num_replicas": 1},
+        "engine_kwargs": engine_kwargs,
+        "runtime_env": {"env_vars": env_vars},
+    }
+    return ModelRecipe(
+        run=run, llm_config=llm_config, data_parallel=run.data_parallel > 1, dropped=dropped
+    )

@@ -1,0 +1,56 @@
+"""recipes/serve_model.py without Ray: it lists the CI's runs, prints a run's LLMConfig
+arguments, and refuses a run it doesn't know or a missing MODEL_PATH with the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ray_serve_npu.model_recipes import find_run, recipe_for
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.nightly import nightly_runs
+
+SCRIPT = Path(__file__).resolve().parents[2] / "recipes" / "serve_model.py"
+RUN = "Qwen3-32B-W8A8-single-a2"
+
+
+def _run(
+    *args: str, model_path: str | None = "/models/Qwen3-32B-W8A8"
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "MODEL_PATH"}
+    if model_path is not None:
+        env["MODEL_PATH"] = model_path
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_list_names_every_run_of_the_pinned_release() -> None:
+    listed = _run("--list", model_path=None)
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == len(nightly_runs(SERVE_LLM_RELEASE.tag))
+    assert f"{RUN}: vllm-ascend/Qwen3-32B-W8A8, 4 NPUs" in listed.stdout.splitlines()
+
+
+def test_show_prints_the_llm_config_the_app_is_built_from() -> None:
+    shown = _run("--show", RUN)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "serve_model.py: leaves out port: " in lines[0]
+    printed = json.loads("\n".join(line for line in lines if not line.startswith("serve_model")))
+    expected = recipe_for(find_run(RUN, SERVE_LLM_RELEASE.tag), "/models/Qwen3-32B-W8A8")
+    assert printed == expected.llm_config
+
+
+def test_bad_input_gets_the_fix_not_a_traceback() -> None:
+    unknown = _run("Qwen3-32B", model_path=None)
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert "no run named 'Qwen3-32B'" in unknown.stderr and "--list" in unknown.stderr
+    no_path = _run(RUN, model_path=None)
+    assert no_path.returncode == 1 and "Traceback" not in no_path.stderr
+    assert (
+        "set MODEL_PATH to the directory of vllm-ascend/Qwen3-32B-W8A8's weights" in no_path.stderr
+    )

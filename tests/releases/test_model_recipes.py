@@ -1,0 +1,92 @@
+"""vLLM-Ascend's nightly CI runs as Ray Serve LLM recipes (#39): each setting the run's
+words give, by its engine keyword, and what the recipe leaves out, with why."""
+
+from __future__ import annotations
+
+import pytest
+
+from ray_serve_npu.model_recipes import engine_settings, find_run, recipe_for, run_key
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.nightly import nightly_runs
+from ray_serve_npu.vllm_flags import stored_flags
+
+TAG = SERVE_LLM_RELEASE.tag
+RUNS = nightly_runs(TAG)
+
+
+def test_a_run_gives_only_the_settings_its_words_give() -> None:
+    run = find_run("Qwen3-32B-W8A8-single-a2", TAG)
+    settings = engine_settings(run)
+    assert settings == {
+        "quantization": "ascend",
+        "enable_prefix_caching": False,  # --no-enable-prefix-caching
+        "tensor_parallel_size": 4,
+        "port": 8000,
+        "max_model_len": 40960,
+        "max_num_batched_tokens": 40960,
+        "block_size": 128,
+        "trust_remote_code": True,
+        "reasoning_parser": "qwen3",
+        "gpu_memory_utilization": 0.9,
+        "enforce_eager": True,  # server_cmd_extra
+    }
+
+
+def test_the_a3_deepseek_run_is_a_data_parallel_gang_of_the_tutorials_layout() -> None:
+    recipe = recipe_for(find_run("DeepSeek-V4-Flash-W8A8-A3", TAG), "/models/dsv4")
+    engine = recipe.llm_config["engine_kwargs"]
+    assert recipe.data_parallel
+    assert (engine["data_parallel_size"], engine["tensor_parallel_size"]) == (4, 4)
+    assert engine["enable_expert_parallel"] is True
+    assert engine["speculative_config"]["method"] == "mtp"
+    assert recipe.llm_config["accelerator_config"] == {"kind": "npu"}
+    assert recipe.llm_config["model_loading_config"] == {
+        "model_id": "deepseek-v4-flash-w8a8-mtp",
+        "model_source": "/models/dsv4",
+    }
+    assert "port" not in engine and "SERVER_PORT" not in recipe.llm_config["runtime_env"]
+
+
+def test_what_serve_does_itself_is_left_out_with_why() -> None:
+    counted = [
+        run for run in RUNS if "api_server_count" in engine_settings(run)
+    ]  # the CI's API-server processes: Ray Serve LLM's ingress is that server
+    assert counted
+    recipe = recipe_for(counted[0], "/w")
+    dropped = {d.name: d.why for d in recipe.dropped}
+    assert dropped["api_server_count"] == "Ray Serve LLM's OpenAI ingress is the API server"
+    assert dropped["port"].startswith("Serve's proxy takes the requests")
+    assert dropped["SERVER_PORT"].startswith("the CI's port")
+    assert "api_server_count" not in recipe.llm_config["engine_kwargs"]
+
+
+def test_a_variable_no_process_can_read_is_left_out() -> None:
+    # An upstream config spells `VLLM-ASCEND_ENABLE_NZ`: no program reads such a name.
+    (run,) = [run for run in RUNS if "VLLM-ASCEND_ENABLE_NZ" in run.envs][:1]
+    recipe = recipe_for(run, "/w")
+    assert "VLLM-ASCEND_ENABLE_NZ" not in recipe.llm_config["runtime_env"]["env_vars"]
+    assert "VLLM-ASCEND_ENABLE_NZ" in {d.name for d in recipe.dropped}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=run_key)
+def test_every_run_becomes_engine_keywords_ray_serve_llm_takes(run) -> None:
+    recipe = recipe_for(run, "/w")
+    takes = set(stored_flags(SERVE_LLM_RELEASE.vllm).engine_kwargs)
+    assert set(recipe.llm_config["engine_kwargs"]) <= takes
+    engine = recipe.llm_config["engine_kwargs"]
+    assert engine.get("tensor_parallel_size", 1) == run.tensor_parallel
+    assert recipe.data_parallel == (run.data_parallel > 1)
+
+
+def test_runs_are_found_by_name_in_any_case_and_by_node_kind_where_names_repeat() -> None:
+    assert find_run("qwen3-32b-w8a8-single-a2", TAG).name == "Qwen3-32B-W8A8-single-a2"
+    a2, a3 = find_run("MiniMax-M2.5-w8a8-A2", TAG), find_run("MiniMax-M2.5-w8a8-a3", TAG)
+    assert (a2.node_kind, a3.node_kind) == ("A2", "A3")
+    assert len({run_key(run) for run in RUNS}) == len(RUNS)
+
+
+def test_an_unknown_run_names_the_close_ones_and_how_to_list_them() -> None:
+    with pytest.raises(LookupError) as error:
+        find_run("MiniMax-M2.5-w8a8", TAG)
+    assert "did you mean MiniMax-M2.5-w8a8-A2, MiniMax-M2.5-w8a8-A3?" in str(error.value)
+    assert "python serve_model.py --list" in str(error.value)
