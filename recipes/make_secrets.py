@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 SECRETS = {
@@ -28,30 +30,45 @@ SECRETS = {
 
 
 def write_once(path: Path, value: str) -> bool:
-    """Write ``value`` to ``path`` readable by its owner alone; False if it exists.
+    """Write ``value`` to ``path`` readable by its owner alone; False if it holds one.
 
     Raises ValueError, with the fix, for what can't hold a secret: a directory where the
-    file should be (``docker run -v`` makes one where the file is missing), or a file
-    that others may read.
+    file should be (``docker run -v`` makes one where the file is missing), a link, an
+    empty file, or a file that is someone else's or that others may read.
     """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.is_dir():
-        raise ValueError(
-            f"{path} is a directory, which Docker makes where a mounted file is missing; "
-            f"remove it (rmdir {path}) and run this script again"
-        )
     try:
-        # O_EXCL: never replace a secret that is in use; 0o600 from the first byte.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
+        found = path.lstat()
+    except FileNotFoundError:
+        found = None
+    if found is not None:
+        if stat.S_ISDIR(found.st_mode):
             raise ValueError(
-                f"{path} may be read by others (mode {mode:o}): chmod 600 {path}"
-            ) from None
+                f"{path} is a directory, which Docker makes where a mounted file is missing; "
+                f"remove it (rmdir {path}) and run this script again"
+            )
+        if not stat.S_ISREG(found.st_mode):
+            raise ValueError(f"{path} is not a plain file: remove it and run this script again")
+        if found.st_uid != os.getuid():
+            raise ValueError(f"{path} is another user's: run this script as its owner")
+        if found.st_mode & 0o077:
+            raise ValueError(f"{path} may be read by others: chmod 600 {path}")
+        if found.st_size == 0:
+            raise ValueError(f"{path} is empty: remove it and run this script again")
         return False
-    with os.fdopen(fd, "w") as file:
-        file.write(value + "\n")
+    # Written whole to a private file first, then linked into place: a reader never sees
+    # half a secret, and a file that appeared meanwhile is never replaced.
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(value + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(temporary, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(temporary)
     return True
 
 

@@ -42,11 +42,16 @@ def chosen_recipe() -> ModelRecipe | None:
         run = find_run(args.run, tag)
     except LookupError as error:
         sys.exit(f"serve_model.py: {error}")
-    if "MODEL_PATH" not in os.environ:
+    if args.show:
+        # What the config would be, with the path it would read.
+        model_path = os.environ.get("MODEL_PATH", "$MODEL_PATH")
+    elif "MODEL_PATH" in os.environ:
+        model_path = os.environ["MODEL_PATH"]
+    else:
         sys.exit(f"serve_model.py: set MODEL_PATH to the directory of {run.model}'s weights")
-    recipe = recipe_for(run, os.environ["MODEL_PATH"])
+    recipe = recipe_for(run, model_path)
     for dropped in recipe.dropped:
-        print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}")
+        print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
     if args.show:
         print(json.dumps(recipe.llm_config, indent=2))
         return None

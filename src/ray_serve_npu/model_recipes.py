@@ -10,6 +10,7 @@ Nothing here imports Ray or vLLM: the checker and the pages read recipes too.
 
 from __future__ import annotations
 
+import argparse
 import re
 from typing import Any
 
@@ -53,8 +54,9 @@ class ModelRecipe(BaseModel):
 
 
 def run_key(run: NightlyRun) -> str:
-    """The name a reader gives for the run: the case's name, with its node kind where two
-    cases of one name differ by node kind only (``MiniMax-M2.5-w8a8-A3``)."""
+    """The name a reader gives for the run: the case's name, ending in its node kind
+    where the config names one (``MiniMax-M2.5-w8a8-A3``: two cases of that name differ
+    by node kind only)."""
     name = run.name
     if run.node_kind and not name.lower().endswith(run.node_kind.lower()):
         name = f"{name}-{run.node_kind}"
@@ -64,7 +66,15 @@ def run_key(run: NightlyRun) -> str:
 def find_run(key: str, tag: str) -> NightlyRun:
     """The run of release ``tag`` that :func:`run_key` names ``key`` (any case); a
     LookupError names the closest keys otherwise."""
-    runs = {run_key(run).lower(): run for run in nightly_runs(tag)}
+    runs: dict[str, NightlyRun] = {}
+    for run in nightly_runs(tag):
+        other = runs.setdefault(run_key(run).lower(), run)
+        if other is not run:
+            raise LookupError(
+                f"two runs of {tag}'s nightly CI are named {run_key(run)!r} "
+                f"({other.path}:{other.line} and {run.path}:{run.line}); "
+                "ray_serve_npu.model_recipes.run_key must tell them apart"
+            )
     found = runs.get(key.lower())
     if found is not None:
         return found
@@ -80,13 +90,21 @@ def engine_settings(run: NightlyRun) -> dict[str, Any]:
     """Each setting the run's words set, by its engine keyword, as the release's vLLM
     parses it: only what the words give, never a default."""
     flags = stored_flags(release(run.release).vllm)
-    parser = flags.parser()
-    defaults = vars(parser.parse_args([]))
-    settings: dict[str, Any] = {}
-    for flag in read_flags(run.argv):
-        given = vars(parser.parse_args(flag.argv()))
-        settings.update({k: v for k, v in given.items() if v != defaults[k]})
-    return settings
+    # argparse fills only what the namespace lacks: a dest still holding the marker was
+    # not given. One parse of every word, as vLLM's, so a repeated flag appends; a list
+    # that `append` extends starts as None, its default, which means not given.
+    unset = object()
+    appends = {option.dest for option in flags.options if option.action == "append"}
+    namespace = argparse.Namespace(
+        **{option.dest: unset for option in flags.options if option.dest not in appends}
+    )
+    words = [word for flag in read_flags(run.argv) for word in flag.argv()]
+    given = vars(flags.parser().parse_args(words, namespace=namespace))
+    return {
+        dest: value
+        for dest, value in given.items()
+        if value is not unset and not (dest in appends and value is None)
+    }
 
 
 def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:
@@ -107,7 +125,11 @@ def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:
             dropped.append(Dropped(name=name, why=CI_ONLY_ENVS[name]))
         elif not _ENV_NAME.match(name):
             dropped.append(
-                Dropped(name=name, why="no process reads it: a variable's name has no `-`")
+                Dropped(
+                    name=name,
+                    why=f"not a variable name a program reads; vLLM-Ascend reads "
+                    f"{name.replace('-', '_')!r}",
+                )
             )
         else:
             env_vars[name] = value

@@ -32,3 +32,30 @@ def test_the_ci_runs_hold_no_error_under_their_releases_rules_and_findings_name_
     assert [f for f in report.findings if f.severity is Severity.ERROR] == []
     assert report.findings, "the CI's configs have warnings the checker knows (the models page)"
     assert all(LABELLED.match(f.message) for f in report.findings), report.findings[:3]
+
+
+def test_a_recipe_that_names_one_run_is_judged_as_that_run(tmp_path: Path) -> None:
+    recipe = tmp_path / "serve_qwen.py"
+    recipe.write_text(
+        "from ray.serve.llm import LLMConfig\n"
+        "from ray_serve_npu.model_recipes import find_run, recipe_for\n"
+        f"run = find_run('Qwen3-32B-W8A8-single-a2', '{SERVE_LLM_RELEASE.tag}')\n"
+        "llm_config = LLMConfig(**recipe_for(run, '/w').llm_config)\n"
+    )
+    (deployment,) = parse_file(recipe).deployments
+    assert deployment.label is not None and deployment.label.startswith("Qwen3-32B-W8A8-single-a2 ")
+    assert deployment.engine["tensor_parallel_size"].value == 4
+
+
+def test_a_recipe_that_writes_its_own_config_is_read_as_written(tmp_path: Path) -> None:
+    # It imports the builder, but its LLMConfig is a literal: that is what it serves.
+    recipe = tmp_path / "serve_own.py"
+    recipe.write_text(
+        "from ray.serve.llm import LLMConfig\n"
+        "from ray_serve_npu.model_recipes import recipe_for\n"
+        "llm_config = LLMConfig(model_loading_config={'model_id': 'q', 'model_source': '/w'},\n"
+        "    accelerator_config={'kind': 'npu'}, engine_kwargs={'tensor_parallel_size': 2})\n"
+    )
+    (deployment,) = parse_file(recipe).deployments
+    assert deployment.label is None
+    assert deployment.engine["tensor_parallel_size"].value == 2

@@ -265,3 +265,26 @@ def test_a_marker_before_an_include_is_a_problem(tmp_path: Path) -> None:
     text = '% test: skip "why"\n```{include} steps.md\n:start-after: __other_start__\n```\n'
     problems = [str(item.problem) for item in _including(tmp_path, text) if item.problem]
     assert len(problems) == 1 and "test marker not followed by a block" in problems[0]
+
+
+def test_a_part_that_includes_a_part_of_a_third_page_brings_its_blocks_too(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "c.md").write_text("Text.\n\n% __c_start__\n```bash\necho c1\n```\n% __c_end__\n")
+    (tmp_path / "b.md").write_text(
+        "% __b_start__\n```bash\necho b1\n```\n\n"
+        "```{include} c.md\n:start-after: __c_start__\n:end-before: __c_end__\n```\n"
+        "% __b_end__\n"
+    )
+    page = tmp_path / "a.md"
+    text = "```{include} b.md\n:start-after: __b_start__\n:end-before: __b_end__\n```\n"
+    page.write_text(text)
+    blocks = [item.block for item in read_page(text, page, tmp_path) if item.block]
+    assert [(b.page.name, b.text) for b in blocks] == [("b.md", "echo b1"), ("c.md", "echo c1")]
+
+
+def test_an_end_before_the_start_names_both(tmp_path: Path) -> None:
+    text = "```{include} steps.md\n:start-after: __other_start__\n:end-before: __setup_end__\n```\n"
+    (item,) = _including(tmp_path, text)
+    assert item.problem is not None
+    assert "no line with '__setup_end__' after '__other_start__'" in str(item.problem)

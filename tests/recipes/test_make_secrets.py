@@ -23,6 +23,16 @@ def _run(home: Path) -> list[str]:
     return result.stdout.splitlines()
 
 
+def _refused(home: Path) -> str:
+    """What the script says where it refuses, as one line and no traceback."""
+    made = subprocess.run(
+        [sys.executable, SCRIPT], env={**os.environ, "HOME": str(home)},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 1 and "Traceback" not in made.stderr, made.stderr
+    return made.stderr
+
+
 def test_both_secrets_are_written_for_their_owner_alone(tmp_path: Path) -> None:
     token, key = tmp_path / ".ray" / "auth_token", tmp_path / ".ray-serve-npu" / "api_key"
     assert _run(tmp_path) == [f"wrote {token}", f"wrote {key}"]
@@ -47,18 +57,26 @@ def test_a_second_run_keeps_both_secrets(tmp_path: Path) -> None:
 def test_what_cant_hold_a_secret_gets_the_fix(tmp_path: Path) -> None:
     # `docker run -v` makes a directory where the mounted file was missing.
     (tmp_path / ".ray" / "auth_token").mkdir(parents=True)
-    made = subprocess.run(
-        [sys.executable, SCRIPT], env={**os.environ, "HOME": str(tmp_path)},
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert made.returncode == 1 and "Traceback" not in made.stderr
-    assert f"rmdir {tmp_path / '.ray' / 'auth_token'}" in made.stderr
+    made = _refused(tmp_path)
+    assert f"rmdir {tmp_path / '.ray' / 'auth_token'}" in made
     (tmp_path / ".ray" / "auth_token").rmdir()
     _run(tmp_path)
     key = tmp_path / ".ray-serve-npu" / "api_key"
     key.chmod(0o644)
-    made = subprocess.run(
-        [sys.executable, SCRIPT], env={**os.environ, "HOME": str(tmp_path)},
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert made.returncode == 1 and f"chmod 600 {key}" in made.stderr
+    made = _refused(tmp_path)
+    assert f"chmod 600 {key}" in made
+
+
+def test_a_link_or_an_empty_file_is_no_secret(tmp_path: Path) -> None:
+    token = tmp_path / ".ray" / "auth_token"
+    token.parent.mkdir(mode=0o700)
+    token.symlink_to(tmp_path / "elsewhere")
+    made = _refused(tmp_path)
+    assert f"{token} is not a plain file" in made
+    assert not (tmp_path / "elsewhere").exists()
+    token.unlink()
+    token.touch(mode=0o600)
+    made = _refused(tmp_path)
+    assert f"{token} is empty" in made
+    # Nothing but the secrets is left in their directories.
+    assert sorted(p.name for p in token.parent.iterdir()) == ["auth_token"]

@@ -38,11 +38,12 @@ def test_list_names_every_run_of_the_pinned_release() -> None:
 def test_show_prints_the_llm_config_the_app_is_built_from() -> None:
     shown = _run("--show", RUN)
     assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.splitlines()
-    assert "serve_model.py: leaves out port: " in lines[0]
-    printed = json.loads("\n".join(line for line in lines if not line.startswith("serve_model")))
+    assert "serve_model.py: leaves out port: " in shown.stderr
     expected = recipe_for(find_run(RUN, SERVE_LLM_RELEASE.tag), "/models/Qwen3-32B-W8A8")
-    assert printed == expected.llm_config
+    assert json.loads(shown.stdout) == expected.llm_config
+    # Without MODEL_PATH, it shows where the config would read the weights from.
+    unset = json.loads(_run("--show", RUN, model_path=None).stdout)
+    assert unset["model_loading_config"]["model_source"] == "$MODEL_PATH"
 
 
 def test_bad_input_gets_the_fix_not_a_traceback() -> None:

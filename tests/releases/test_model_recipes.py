@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from ray_serve_npu.model_recipes import engine_settings, find_run, recipe_for, run_key
+from ray_serve_npu.model_recipes import (
+    CI_ONLY_ENVS,
+    SERVE_DOES,
+    engine_settings,
+    find_run,
+    recipe_for,
+    run_key,
+)
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.releases.nightly import nightly_runs
 from ray_serve_npu.vllm_flags import stored_flags
@@ -71,11 +78,25 @@ def test_a_variable_no_process_can_read_is_left_out() -> None:
 @pytest.mark.parametrize("run", RUNS, ids=run_key)
 def test_every_run_becomes_engine_keywords_ray_serve_llm_takes(run) -> None:
     recipe = recipe_for(run, "/w")
+    # Nothing left out for not being an engine keyword: every flag the CI gives is one
+    # Ray Serve LLM takes, or one whose job Serve does.
+    assert [d for d in recipe.dropped if d.name not in SERVE_DOES | CI_ONLY_ENVS] == [
+        d for d in recipe.dropped if "-" in d.name
+    ]
     takes = set(stored_flags(SERVE_LLM_RELEASE.vllm).engine_kwargs)
     assert set(recipe.llm_config["engine_kwargs"]) <= takes
     engine = recipe.llm_config["engine_kwargs"]
     assert engine.get("tensor_parallel_size", 1) == run.tensor_parallel
+    assert engine.get("data_parallel_size", 1) == run.data_parallel
     assert recipe.data_parallel == (run.data_parallel > 1)
+
+
+def test_a_repeated_flag_keeps_every_value_as_vllm_does() -> None:
+    run = find_run("Qwen3-32B-W8A8-single-a2", TAG)
+    twice = run.model_copy(
+        update={"argv": [*run.argv, "--middleware", "a.b", "--middleware", "c.d"]}
+    )
+    assert engine_settings(twice)["middleware"] == ["a.b", "c.d"]
 
 
 def test_runs_are_found_by_name_in_any_case_and_by_node_kind_where_names_repeat() -> None:

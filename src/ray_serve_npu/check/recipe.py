@@ -121,8 +121,12 @@ def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[De
     config from a run of vLLM-Ascend's CI (:mod:`ray_serve_npu.model_recipes`, as
     recipes/serve_model.py does) has one deployment per run it can serve."""
     module = read_recipe(Path(path), text)
-    if module.builds_ci_runs:
-        return _ci_run_deployments(path, module)
+    if module.builds_ci_runs and not execute_recipes:
+        read = _read(path, module)
+        # Its configs' values come from the runs (`LLMConfig(**recipe.llm_config)`); a
+        # config it writes out itself is read as any recipe's.
+        if read and all(deployment.unread for deployment in read):
+            return _ci_run_deployments(path, module)
     if not module.configs:
         if module.imported_config():
             return []  # built in another recipe, which is checked on its own
@@ -139,14 +143,22 @@ def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[De
 
 
 def _ci_run_deployments(path: str, module: Module) -> list[Deployment]:
+    """One deployment per run the recipe can build: the runs its ``find_run`` calls name
+    as literals, else every run of the release the recipes pin (a name from the command
+    line can be any of them)."""
     # Imported here: reading the runs' configs costs a parse of each.
-    from ray_serve_npu.model_recipes import recipe_for, run_key
+    from ray_serve_npu.model_recipes import find_run, recipe_for, run_key
     from ray_serve_npu.releases import SERVE_LLM_RELEASE
     from ray_serve_npu.releases.nightly import nightly_runs
 
+    tag = SERVE_LLM_RELEASE.tag
+    try:
+        runs = [find_run(name, tag) for name in module.named_runs] or nightly_runs(tag)
+    except LookupError as error:
+        raise RecipeError(str(error), "name a run that `serve_model.py --list` lists") from None
     line = min((config.line for config in module.configs.values()), default=1)
     deployments = []
-    for run in nightly_runs(SERVE_LLM_RELEASE.tag):
+    for run in runs:
         recipe = recipe_for(run, run.model)
         deployment = deployment_from_llm_config(path, recipe.llm_config, {}, line)
         deployment.label = f"{run_key(run)} ({run.path}:{run.line} at {run.release})"

@@ -202,6 +202,8 @@ class Module:
     #: Whether it builds its LLMConfig from a run of vLLM-Ascend's CI, whichever its
     #: command line names (``ray_serve_npu.model_recipes.recipe_for``).
     builds_ci_runs: bool = False
+    #: The runs it names as literals (``find_run("Qwen3-32B-W8A8-single-a2", ...)``).
+    named_runs: list[str] = field(default_factory=list)
 
     def run(self, tree: ast.Module) -> None:
         self.uses_serve_llm = _imports_serve_llm(tree)
@@ -211,6 +213,16 @@ class Module:
             and any(alias.name == CI_RUN_BUILDER[1] for alias in node.names)
             for node in ast.walk(tree)
         )
+        self.named_runs = [
+            node.args[0].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "find_run"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ]
         for statement in tree.body:
             self._statement(statement)
         # Calls that module-level code does not reach (in a function, or under

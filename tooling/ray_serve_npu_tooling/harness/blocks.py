@@ -124,7 +124,8 @@ def read_page(
             problem = PageProblem(
                 Location(page, number),
                 "test marker not followed by a block",
-                "put the marker on the line right before the block's opening fence",
+                "put the marker on the line right before the block's opening fence "
+                "(an included block's marker belongs in the page it is included from)",
             )
             start = offsets[number - 1]
             items.append(PageItem(start, start + len(lines[number - 1]), None, problem))
@@ -175,17 +176,23 @@ def _included_items(
     if before:
         last = next((n for n, line in enumerate(text_lines, 1) if n > first and before in line), 0)
     if (after and not first) or (before and not last):
-        missing = after if after and not first else before
+        missing = f"{after!r}" if after and not first else f"{before!r} after {after!r}"
         problem = PageProblem(
             where,
-            f"{fence.argument} has no line with {missing!r}",
+            f"{fence.argument} has no line with {missing}",
             "name a part the included page marks with `% __NAME_start__` / `% __NAME_end__`",
         )
         return [PageItem(found.start, found.end, None, problem)]
+    # By offsets in the included page's text, not by lines: an item that page includes
+    # in turn carries the line of a third page, but its span is in this one's text.
+    offsets = [0]
+    for line in myst.lines(text, keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    begin, end = offsets[first], offsets[max(last - 1, 0)] if before else len(text)
     part = [
         item
         for item in _read_included(text, target, docs_root, including)
-        if first < _item_line(item) < last
+        if begin <= item.start < end
     ]
     width = max(1, (found.end - found.start) // max(1, len(part)))
     return [
@@ -200,13 +207,6 @@ def _read_included(
 ) -> tuple[PageItem, ...]:
     # A page includes many parts of one page: read it once.
     return tuple(read_page(text, page, docs_root, including))
-
-
-def _item_line(item: PageItem) -> int:
-    if item.block is not None:
-        return item.block.line
-    assert item.problem is not None
-    return item.problem.where.line
 
 
 def _marker_before(fence: Fence, comments: dict[int, str], page: Path) -> Marker | None:
@@ -275,7 +275,8 @@ def named_block(page: Path, docs_root: Path, name: str) -> Block:
         item.block
         for item in read_page(text, page, docs_root)
         if item.block is not None and start is not None and end is not None
-        if start < item.block.line < end
+        # The page's own blocks: an included one carries another page's line.
+        if item.block.page == page and start < item.block.line < end
     ]
     if len(found) != 1:
         raise PageProblem(

@@ -27,15 +27,15 @@ from .summary import Tally
 BLOCK_TIMEOUT_S = 300
 #: Lines of server log shown when a block fails.
 LOG_TAIL_LINES = 40
-#: The API key file the pages write once and read in every shell, relative to the home
-#: directory (docs/npu-ascend.md, Step 7).
+#: The API key file the pages write once (recipes/make_secrets.py, docs/npu-ascend.md
+#: Step 4) and read in every shell and server block, relative to the home directory.
 API_KEY_FILE = Path(".ray-serve-npu") / "api_key"
 
 
 def reader_home(directory: Path, api_key: str) -> Path:
-    """A home directory for a fake tier's page blocks, holding the tier's API key where the
-    pages keep theirs (only the owner may read it, as the pages' ``umask 077`` makes it):
-    the block that writes a new key is the host's, and the tier's server has its own."""
+    """A home directory for a fake tier's page blocks and servers, holding the tier's API
+    key where the pages keep theirs, readable by its owner alone as make_secrets.py
+    writes it: the block that writes a new key is the host's, skipped on a fake tier."""
     key_file = directory / API_KEY_FILE
     key_file.parent.mkdir(parents=True, exist_ok=True)
     key_file.touch(mode=0o600)
