@@ -156,8 +156,11 @@ def _included_items(
     fence = found.fence
     where = Location(page, fence.line)
     target = (page.parent / fence.argument).resolve()
-    if target.suffix != ".md":
-        return []  # not a page: no blocks of its own (a Markdown fragment of another kind)
+    after, before = fence.option("start-after"), fence.option("end-before")
+    if target.suffix != ".md" or not (after or before):
+        # Not a marked part of a page: a fragment the build generates (`_generated/`),
+        # or of another kind; Sphinx reports one that is missing.
+        return []
     problem = None
     if target in including:
         problem = PageProblem(where, f"{fence.argument} includes itself", "remove the include")
@@ -170,7 +173,6 @@ def _included_items(
     text = code_substituter(docs_root)(target.read_text(encoding="utf-8"))
     text_lines = myst.lines(text)
     first, last = 0, len(text_lines) + 1
-    after, before = fence.option("start-after"), fence.option("end-before")
     if after:
         first = next((n for n, line in enumerate(text_lines, 1) if after in line), 0)
     if before:
