@@ -132,3 +132,14 @@ def test_ascend_tier_takes_compose_down_after_compose_up(
     ascend_tier.undo_detached("docker compose -f c.yaml up -d", tmp_path, finished)  # type: ignore[arg-type]
     ascend_tier.undo_detached("python serve_npu.py", tmp_path, finished)  # type: ignore[arg-type]
     assert ran == [["docker", "compose", "-f", "c.yaml", "down"], ["serve", "shutdown", "-y"]]
+
+
+def test_ascend_tier_clients_send_the_key_the_pages_app_reads(tmp_path: Path) -> None:
+    # On NPUs the page's make_secrets.py block writes the key file and its app reads it:
+    # the clients' OPENAI_API_KEY must be that key from then on, not the tier's own.
+    tier = AscendTier("/models/x", home=tmp_path)
+    assert tier.env()["OPENAI_API_KEY"] == tier.api_key
+    key_file = tmp_path / ".ray-serve-npu" / "api_key"
+    key_file.parent.mkdir()
+    key_file.write_text("the-pages-key\n")
+    assert tier.env()["OPENAI_API_KEY"] == "the-pages-key"

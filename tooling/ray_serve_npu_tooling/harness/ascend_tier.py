@@ -25,6 +25,7 @@ from ray_serve_npu.fake_npu.processes import (
 from ray_serve_npu.ingress import fresh_api_key
 from ray_serve_npu_tooling.harness.tier import Server, Tier
 
+from .scenario import API_KEY_FILE
 from .server_config import commands
 
 #: The fake tier's name, known before it starts (test ids are made at collection).
@@ -78,14 +79,25 @@ class AscendTier:
     name = "ascend"
     fake = False
 
-    def __init__(self, model_path: str) -> None:
+    def __init__(self, model_path: str, home: Path | None = None) -> None:
         self.model_path = model_path
         self.api_key = fresh_api_key()
+        #: Where the pages' blocks keep their API key file: the host's home, as written.
+        self.home = home or Path.home()
+
+    def client_key(self) -> str:
+        """The key the pages' clients send: the key file their ``make_secrets.py`` block
+        writes, which the app's server block reads too; the tier's own until it exists."""
+        try:
+            return (self.home / API_KEY_FILE).read_text().strip() or self.api_key
+        except FileNotFoundError:
+            return self.api_key
 
     def env(self) -> Mapping[str, str]:
         return {
             MODEL_PATH_ENV_VAR: self.model_path,
-            CLIENT_API_KEY_ENV_VAR: self.api_key,
+            # Read for each block: the page writes the file in one block, uses it in later ones.
+            CLIENT_API_KEY_ENV_VAR: self.client_key(),
             # What the pages' `docker run -e RAY_AUTH_MODE=token` gives every shell in
             # the container; the token is the one the page's cluster block makes.
             RAY_AUTH_MODE_ENV_VAR: "token",
