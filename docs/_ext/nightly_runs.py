@@ -18,11 +18,12 @@ from sphinx.util.docutils import SphinxDirective
 from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu import compat
+from ray_serve_npu.model_recipes import run_key
 from ray_serve_npu.releases.nightly import NIGHTLY_DIR, NightlyRun, nightly_runs
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
-        "model": "Model (test case)",
+        "model": "Model (run)",
         "node_kind": "Node kind",
         "npus": "NPUs (TP × DP)",
         "expert_parallel": "Expert parallel",
@@ -36,7 +37,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "none": "not set",
     },
     "zh_CN": {
-        "model": "模型（测试用例）",
+        "model": "模型（运行）",
         "node_kind": "节点类型",
         "npus": "NPU 数（TP × DP）",
         "expert_parallel": "专家并行",
@@ -91,7 +92,7 @@ def nightly_table(runs: list[NightlyRun], words: dict[str, str]) -> nodes.table:
             parallel += f" × PP {run.pipeline_parallel}"
         body += nodes.row(
             "",
-            code_cell(f"`{run.model}`", f"(`{run.name}`)"),
+            code_cell(f"`{run.model}`", f"(`{run_key(run)}`)"),
             code_cell(run.node_kind or words["not_named"]),
             code_cell(parallel),
             code_cell(words["yes"] if run.expert_parallel else words["no"]),

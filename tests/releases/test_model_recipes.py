@@ -111,3 +111,8 @@ def test_an_unknown_run_names_the_close_ones_and_how_to_list_them() -> None:
         find_run("MiniMax-M2.5-w8a8", TAG)
     assert "did you mean MiniMax-M2.5-w8a8-A2, MiniMax-M2.5-w8a8-A3?" in str(error.value)
     assert "python serve_model.py --list" in str(error.value)
+
+
+def test_every_name_the_models_table_shows_finds_its_run() -> None:
+    # docs/_ext/nightly_runs.py shows run_key(run); serve_model.py takes that name.
+    assert all(find_run(run_key(run), TAG) is run for run in RUNS) and len(RUNS) > 30
