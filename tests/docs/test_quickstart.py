@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ray_serve_npu_tooling.harness.blocks import Block, Language, read_page
+from ray_serve_npu_tooling.harness.fences import line_offsets
 from ray_serve_npu_tooling.harness.markers import MarkerKind
 from ray_serve_npu_tooling.harness.status import Mode, Status, declared_outcomes
 from ray_serve_npu_tooling.harness.substitutions import code_substituter
@@ -47,9 +48,7 @@ def _quickstart() -> tuple[str, list]:
 def commands_of(node_kind: str) -> list[str]:
     """The quick start's commands, in order, for a reader who chose ``node_kind``'s tabs."""
     text, items = _quickstart()
-    line_of = [0]
-    for line in myst.lines(text, keepends=True):
-        line_of.append(line_of[-1] + len(line))
+    line_of = line_offsets(text)
     other_tabs = [
         range(fence.line, fence.end + 1)
         for fence in myst.fences(text)

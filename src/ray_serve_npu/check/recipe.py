@@ -121,18 +121,17 @@ def parse_recipe(path: str, text: str, execute_recipes: bool = False) -> list[De
     config from a run of vLLM-Ascend's CI (:mod:`ray_serve_npu.model_recipes`, as
     recipes/serve_model.py does) has one deployment per run it can serve."""
     module = read_recipe(Path(path), text)
-    if module.builds_ci_runs and not execute_recipes:
-        read = _read(path, module)
-        # Its configs' values come from the runs (`LLMConfig(**recipe.llm_config)`); a
-        # config it writes out itself is read as any recipe's.
-        if read and all(deployment.unread for deployment in read):
-            return _ci_run_deployments(path, module)
     if not module.configs:
         if module.imported_config():
             return []  # built in another recipe, which is checked on its own
         if not module.uses_serve_llm:
             return []
     deployments = _executed(path, module) if execute_recipes else _read(path, module)
+    # A config built from a run (`LLMConfig(**recipe.llm_config)`) can't be read: judge
+    # the runs it can build. A config the recipe writes out itself is read as written.
+    built_from_runs = module.builds_ci_runs and not execute_recipes
+    if built_from_runs and deployments and all(d.unread for d in deployments):
+        return _ci_run_deployments(path, module)
     if not deployments and module.uses_serve_llm:
         raise NothingToCheck(
             "the recipe uses Ray Serve LLM but builds no LLMConfig the checker reads",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ray_serve_npu import myst
 
-from .fences import Fence, find_fences
+from .fences import Fence, find_fences, line_offsets
 from .literalinclude import Included, read_literalinclude
 from .markers import MARKER_LINE, Marker, MarkerKind, parse_marker
 from .problems import Location, PageProblem, display_path
@@ -113,9 +113,7 @@ def read_page(
         return [PageItem(0, len(text), None, problem)]
     lines = myst.lines(text)
     comments = {line: f"%{comment}" for line, comment in myst.comments(text)}
-    offsets = [0]
-    for line in myst.lines(text, keepends=True):
-        offsets.append(offsets[-1] + len(line))
+    offsets = line_offsets(text)
     items: list[PageItem] = []
     # A marker before an {include} marks nothing: the included blocks carry their own.
     marker_lines = {fence.line - 1 for fence in fences if fence.fence.directive != "include"}
@@ -187,9 +185,7 @@ def _included_items(
         return [PageItem(found.start, found.end, None, problem)]
     # By offsets in the included page's text, not by lines: an item that page includes
     # in turn carries the line of a third page, but its span is in this one's text.
-    offsets = [0]
-    for line in myst.lines(text, keepends=True):
-        offsets.append(offsets[-1] + len(line))
+    offsets = line_offsets(text)
     begin, end = offsets[first], offsets[max(last - 1, 0)] if before else len(text)
     part = [
         item

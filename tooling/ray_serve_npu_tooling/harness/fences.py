@@ -31,12 +31,19 @@ class Fence:
         return self.fence.line
 
 
-def find_fences(text: str, page: Path) -> list[Fence]:
-    """Every block of code, ``literalinclude`` and ``include`` of ``text``, in page order;
-    raises on a fence that is never closed. Other directives ({eval-rst}) hold no block."""
+def line_offsets(text: str) -> list[int]:
+    """The character offset of each line's start in ``text``, then of its end: line ``n``
+    (1-based) spans ``offsets[n - 1]`` to ``offsets[n]``."""
     offsets = [0]
     for line in myst.lines(text, keepends=True):
         offsets.append(offsets[-1] + len(line))
+    return offsets
+
+
+def find_fences(text: str, page: Path) -> list[Fence]:
+    """Every block of code, ``literalinclude`` and ``include`` of ``text``, in page order;
+    raises on a fence that is never closed. Other directives ({eval-rst}) hold no block."""
+    offsets = line_offsets(text)
     found: list[Fence] = []
     for fence in myst.fences(text):
         if not (fence.leaf and fence.code or fence.directive in _INCLUDES):
