@@ -139,7 +139,7 @@ def _run_when(levers_or_comparison: Path) -> str:
 def _bench_figures() -> dict[str, str]:
     """The figures the benchmarks page's prose cites, from the committed run of
     ``nox -s bench`` (docs/_static/bench/, copied from build/bench/)."""
-    from ray_serve_npu.fake_npu.npu_pacing import BASELINE_OUTPUT_TOKENS_PER_S
+    from ray_serve_npu_tooling.npu_pacing import BASELINE_OUTPUT_TOKENS_PER_S
 
     points = json.loads((DOCS / "_static" / "bench" / "capacity.json").read_text())
     levels = sorted({point["concurrency"] for point in points})

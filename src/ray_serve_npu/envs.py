@@ -56,8 +56,5 @@ FAKE_PLATFORM_ENV_VAR = "RAY_SERVE_NPU_FAKE_PLATFORM"
 FAKE_DEVICE_ENV_VAR = "RAY_SERVE_NPU_FAKE_DEVICE"
 #: Where engine processes record the devices Ray gave them (one JSON file per process).
 DEVICE_RECORD_DIR_ENV_VAR = "RAY_SERVE_NPU_DEVICE_RECORD_DIR"
-#: Holds each fake engine step to an NPU's duration: ``baseline``, or ``NAME=SECONDS``
-#: pairs separated by commas (``ray_serve_npu.fake_npu.npu_pacing``, a simulation).
-PACING_ENV_VAR = "RAY_SERVE_NPU_FAKE_STEP_PACING"
 #: A directory that outlives one run, where the fake tier keeps its tiny models.
 CACHE_DIR_ENV_VAR = "RAY_SERVE_NPU_TMPDIR"

@@ -25,13 +25,17 @@ from ray_serve_npu_tooling.bench.paths import (
     NPU_PACED,
     UNPACED,
     BenchSettings,
+    direct_args,
     main,
     recipe_fields,
     regime_inputs,
 )
-
-from ray_serve_npu.envs import PACING_ENV_VAR
-from ray_serve_npu.fake_npu.npu_pacing import NPUStepPacing
+from ray_serve_npu_tooling.npu_pacing import (
+    PACED_CPU_WORKER,
+    PACING_ENV_VAR,
+    VLLM_COPY_ENV_VAR,
+    NPUStepPacing,
+)
 
 
 @pytest.fixture
@@ -184,13 +188,18 @@ def test_the_paced_regime_paces_every_arms_engine_and_sends_fewer_requests(
     settings = BenchSettings()
     assert regime_inputs(UNPACED, fields, settings) == (fields, settings)
     paced_fields, paced_settings = regime_inputs(NPU_PACED, fields, settings)
-    assert paced_fields["runtime_env"]["env_vars"][PACING_ENV_VAR] == NPUStepPacing().env_value()
+    paced_env = paced_fields["runtime_env"]["env_vars"]
+    assert paced_env[PACING_ENV_VAR] == NPUStepPacing().env_value()
+    # vLLM's Ray executor copies the pacing to the engine's workers, which pace.
+    assert paced_env[VLLM_COPY_ENV_VAR] == PACING_ENV_VAR
+    assert paced_fields["engine_kwargs"]["worker_cls"] == PACED_CPU_WORKER
+    assert "--worker-cls" in direct_args(paced_fields, tiny_model_dir)
     assert PACING_ENV_VAR not in fields["runtime_env"]["env_vars"]
+    assert "worker_cls" not in fields["engine_kwargs"]
     assert paced_settings.num_prompts(1) == settings.paced_min_prompts < settings.num_prompts(1)
-    assert (
-        app_args(LEVERS["ha-proxy"], paced_fields)["llm_configs"][0]["runtime_env"]
-        == (paced_fields["runtime_env"])
-    )
+    served = app_args(LEVERS["ha-proxy"], paced_fields)["llm_configs"][0]
+    assert served["runtime_env"] == paced_fields["runtime_env"]
+    assert served["engine_kwargs"]["worker_cls"] == PACED_CPU_WORKER
 
 
 def test_main_hands_a_lever_run_its_regimes_fields_and_direct_vllm(

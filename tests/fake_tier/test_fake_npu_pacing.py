@@ -10,6 +10,7 @@ check the settings and the pacer without an engine.
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Iterator
@@ -17,18 +18,20 @@ from types import SimpleNamespace
 
 import pytest
 from openai import OpenAI
-
-from ray_serve_npu.envs import PACING_ENV_VAR
-from ray_serve_npu.fake_npu.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
-from ray_serve_npu.fake_npu.direct import serve_vllm
-from ray_serve_npu.fake_npu.npu_pacing import (
+from ray_serve_npu_tooling.npu_pacing import (
     DEFAULT_DECODE_S_PER_STEP,
     DEFAULT_PREFILL_S_PER_TOKEN,
+    PACED_CPU_WORKER,
+    PACING_ENV_VAR,
     NPUStepPacing,
     StepPacer,
+    paced_engine,
     pacing_from_env,
     scheduled_work,
 )
+
+from ray_serve_npu.fake_npu.adapter import FAKE_ENGINE_KWARGS, FAKE_ENV
+from ray_serve_npu.fake_npu.direct import serve_vllm
 from ray_serve_npu.fake_npu.processes import ProcessServer
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
@@ -104,6 +107,30 @@ def test_a_bad_value_names_the_variable_and_the_fix(value: str, problem: str) ->
     assert problem in message
     assert "set it to 'baseline'" in message
     assert "prefill_s_per_token, decode_s_per_step" in message
+
+
+def test_the_paced_worker_refuses_to_run_unpaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An engine that asked for the paced worker and ran unpaced would give a benchmark
+    # the wrong regime's figures. The check comes before the device starts: no engine.
+    from ray_serve_npu_tooling.paced_worker import PacedCPUWorker
+
+    monkeypatch.delenv(PACING_ENV_VAR, raising=False)
+    worker = PacedCPUWorker.__new__(PacedCPUWorker)
+    with pytest.raises(ValueError) as error:
+        worker.init_device()
+    assert str(error.value) == (
+        f"the engine runs {PACED_CPU_WORKER}, but {PACING_ENV_VAR} is unset in its worker; "
+        "set it to 'baseline' or NAME=SECONDS pairs where the engine starts, or drop "
+        "worker_cls to run unpaced"
+    )
+
+
+def test_the_paced_worker_is_where_vllm_is_told_to_find_it() -> None:
+    from vllm.v1.worker.cpu_worker import CPUWorker
+
+    module, _, name = PACED_CPU_WORKER.rpartition(".")
+    worker = getattr(importlib.import_module(module), name)
+    assert issubclass(worker, CPUWorker)
 
 
 # --- the pacer, with a fake clock -------------------------------------------------
@@ -200,12 +227,14 @@ def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessSe
     """The fake tier's engine behind vLLM's OpenAI server, paced by :data:`PACING`."""
     workdir = tmp_path_factory.mktemp("fake-npu-pacing")
     args = ["--model", str(tiny_model(workdir)), "--served-model-name", "tiny"]
-    for key, (value, _why) in FAKE_ENGINE_KWARGS.items():
+    engine_kwargs, pacing_env = paced_engine(PACING)
+    engine_kwargs.update({key: value for key, (value, _why) in FAKE_ENGINE_KWARGS.items()})
+    for key, value in engine_kwargs.items():
         args += engine_kwarg_argv(key, value)
     env = {
         **os.environ,
         **{name: value for name, (value, _why) in FAKE_ENV.items()},
-        PACING_ENV_VAR: PACING.env_value(),
+        **pacing_env,
     }
     with serve_vllm(args, env=env, workdir=workdir, ready_timeout_s=READY_TIMEOUT_S) as server:
         # A fresh server's first request pays one-time costs on top of its paced steps

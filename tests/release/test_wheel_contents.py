@@ -49,8 +49,10 @@ def test_the_wheel_holds_only_the_product(wheel: zipfile.ZipFile) -> None:
     assert "ray_serve_npu/patches/__init__.py" in names
     assert "ray_serve_npu/patches/ingress.py" in names
     assert "ray_serve_npu/_patch.py" not in names
-    # The docs harness's tier protocol is the tooling's.
+    # The docs harness's tier protocol and the benchmarks' NPU pacing are the tooling's.
     assert "ray_serve_npu/fake_npu/tier.py" not in names
+    assert "ray_serve_npu/fake_npu/npu_pacing.py" not in names
+    assert "ray_serve_npu/fake_npu/paced_worker.py" not in names
     # The stored `vllm serve` flags the checker judges each release's flags by.
     for version in stored_versions():
         assert f"ray_serve_npu/releases/vllm_serve/{version}.json" in names

@@ -14,60 +14,27 @@ passes it (docs/npu-ascend.md, "Which NPU each engine worker sees").
 does, so that a benchmark can run Ray Serve LLM's ``gpu`` kind on fake GPUs
 beside the ``npu`` kind (:data:`~ray_serve_npu.envs.FAKE_DEVICE_ENV_VAR`).
 
-With ``RAY_SERVE_NPU_FAKE_STEP_PACING`` set, both hold each engine step to an
-NPU's duration (:mod:`ray_serve_npu.fake_npu.npu_pacing`, a simulation).
+Both leave vLLM's ``worker_cls`` as set, as vLLM's CPU platform does: the
+repository's benchmark harness paces their steps like an NPU's with a worker of
+its own (a simulation, which no wheel ships).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from vllm.platforms.cpu import CpuPlatform
 
-from ray_serve_npu.envs import PACING_ENV_VAR
-from ray_serve_npu.fake_npu.npu_pacing import pacing_from_env
 from ray_serve_npu.fake_npu.vllm_plugins import FAKE_DEVICES, GPU_RESOURCE
 from ray_serve_npu.hardware import NPU_RESOURCE
 
-if TYPE_CHECKING:
-    from vllm.config import VllmConfig
 
-#: The worker vLLM's CPU platform picks (``vllm/platforms/cpu.py``), and its paced variant.
-CPU_WORKER = "vllm.v1.worker.cpu_worker.CPUWorker"
-PACED_CPU_WORKER = "ray_serve_npu.fake_npu.paced_worker.PacedCPUWorker"
-
-
-class _FakePlatform(CpuPlatform):
-    """vLLM's CPU platform, with NPU pacing when ``RAY_SERVE_NPU_FAKE_STEP_PACING`` asks for it."""
-
-    # vLLM's Ray executor copies these to its workers (``vllm/v1/executor/ray_executor.py``).
-    additional_env_vars: list[str] = [*CpuPlatform.additional_env_vars, PACING_ENV_VAR]
-
-    @classmethod
-    def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
-        super().check_and_update_config(vllm_config)
-        # Parsed here as well as in each worker, so that a bad value stops the engine
-        # before it starts its workers.
-        if pacing_from_env() is None:
-            return
-        parallel_config = vllm_config.parallel_config
-        # vLLM may check a config twice (in the API server and in the engine).
-        if parallel_config.worker_cls not in (CPU_WORKER, PACED_CPU_WORKER):
-            raise ValueError(
-                f"{PACING_ENV_VAR} paces vLLM's CPU worker, but the engine runs "
-                f"{parallel_config.worker_cls}; unset {PACING_ENV_VAR} or drop --worker-cls"
-            )
-        parallel_config.worker_cls = PACED_CPU_WORKER
-
-
-class FakeNPUPlatform(_FakePlatform):
+class FakeNPUPlatform(CpuPlatform):
     """CPU compute, NPU scheduling."""
 
     ray_device_key: str = FAKE_DEVICES[NPU_RESOURCE].ray_resource
     device_control_env_var: str = FAKE_DEVICES[NPU_RESOURCE].visible_devices_env_var
 
 
-class FakeGPUPlatform(_FakePlatform):
+class FakeGPUPlatform(CpuPlatform):
     """CPU compute, GPU scheduling."""
 
     ray_device_key: str = FAKE_DEVICES[GPU_RESOURCE].ray_resource

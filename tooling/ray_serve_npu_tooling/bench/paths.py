@@ -10,7 +10,7 @@ One run, on one fake cluster with NPUs and GPUs, prints three tables:
    (recipes/serve_npu.py's app: Ray Serve LLM, the ``npu`` kind) and ``serve-gpu``
    (the same app with the ``gpu`` kind, on fake GPUs);
 3. ``direct`` and ``serve-npu`` with the engine's steps held to NPU-like times
-   (``npu-paced``, a simulation: :mod:`ray_serve_npu.fake_npu.npu_pacing`).
+   (``npu-paced``, a simulation: :mod:`ray_serve_npu_tooling.npu_pacing`).
 
 Every target gets the same engine settings (the recipe's, adapted to the fake
 tier by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config`). Rounds of load
@@ -42,15 +42,15 @@ from bench.results import PointResult, write_json
 from bench.runner import run_point
 from pydantic import BaseModel
 
-from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR, PACING_ENV_VAR
+from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR
 from ray_serve_npu.fake_npu import adapter
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
 from ray_serve_npu.fake_npu.direct import serve_vllm
-from ray_serve_npu.fake_npu.npu_pacing import NPUStepPacing
 from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.fake_npu.vllm_plugins import GPU_RESOURCE
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
+from ray_serve_npu_tooling.npu_pacing import NPUStepPacing, paced_engine
 from ray_serve_npu_tooling.serve_apps import run_apps
 
 from .capacity import (
@@ -157,14 +157,16 @@ def driving_bench_cluster() -> Iterator[FakeNPUCluster]:
 
 def paced(fields: dict[str, Any]) -> dict[str, Any]:
     """The same app with the fake engine's steps held to NPU-like times (the defaults of
-    :mod:`ray_serve_npu.fake_npu.npu_pacing`)."""
+    :mod:`ray_serve_npu_tooling.npu_pacing`)."""
     held = copy.deepcopy(fields)
-    held["runtime_env"]["env_vars"][PACING_ENV_VAR] = NPUStepPacing().env_value()
+    engine_kwargs, env = paced_engine(NPUStepPacing())
+    held["engine_kwargs"].update(engine_kwargs)
+    held["runtime_env"]["env_vars"].update(env)
     return held
 
 
 #: The engines the paths are compared with: the fake engine as fast as the CPU runs
-#: it, and held to NPU-like step times (a simulation: ray_serve_npu.fake_npu.npu_pacing).
+#: it, and held to NPU-like step times (a simulation: ray_serve_npu_tooling.npu_pacing).
 UNPACED = "unpaced"
 NPU_PACED = "npu-paced"
 REGIMES = (UNPACED, NPU_PACED)

@@ -1,7 +1,8 @@
 """NPU pacing for the fake tier's engine: each engine step takes as long as an NPU's would.
 
-A simulation. With ``RAY_SERVE_NPU_FAKE_STEP_PACING`` set, the fake platform's
-worker (:class:`ray_serve_npu.fake_npu.paced_worker.PacedCPUWorker`) runs each
+A simulation, for the benchmark harness (``nox -s bench``); no wheel ships it. An
+engine started with vLLM's ``worker_cls`` set to :data:`PACED_CPU_WORKER` and
+:data:`PACING_ENV_VAR` in its environment (:func:`paced_engine` gives both) runs each
 step of the tiny model on the CPU as usual, then sleeps until the step has taken
 
     ``prefill_s_per_token`` × (prompt tokens in the step)
@@ -70,9 +71,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ray_serve_npu.envs import PACING_ENV_VAR
-
 logger = logging.getLogger(__name__)
+
+#: Holds each paced engine step to an NPU's duration: ``baseline``, or ``NAME=SECONDS``
+#: pairs separated by commas.
+PACING_ENV_VAR = "RAY_SERVE_NPU_FAKE_STEP_PACING"
+#: The worker that paces (:mod:`ray_serve_npu_tooling.paced_worker`), as vLLM's
+#: ``worker_cls`` names it: vLLM's own seam for a worker class, which the fake
+#: platform, like vLLM's CPU platform, leaves as set (``vllm/platforms/cpu.py``).
+PACED_CPU_WORKER = "ray_serve_npu_tooling.paced_worker.PacedCPUWorker"
+#: vLLM's Ray executor copies the variables this names from the engine's process to
+#: its workers (``vllm/ray/ray_env.py``), which Ray Serve LLM starts as Ray actors.
+VLLM_COPY_ENV_VAR = "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY"
 
 #: The value of :data:`PACING_ENV_VAR` that selects the baseline-derived defaults.
 BASELINE = "baseline"
@@ -134,9 +144,18 @@ def _usage() -> str:
     return (
         f"set it to {BASELINE!r} for the defaults derived from vLLM-Ascend's CI baseline, "
         f"or to NAME=SECONDS pairs separated by commas (names: {names}), "
-        f"for example 'decode_s_per_step=0.05,prefill_s_per_token=0.0003'; unset it to turn "
-        "the pacing off"
+        f"for example 'decode_s_per_step=0.05,prefill_s_per_token=0.0003'; to turn the "
+        f"pacing off, start the engine without worker_cls {PACED_CPU_WORKER}"
     )
+
+
+def paced_engine(pacing: NPUStepPacing) -> tuple[dict[str, str], dict[str, str]]:
+    """What an engine needs to run paced by ``pacing``: its engine keyword arguments
+    (vLLM's ``worker_cls``) and the variables its environment adds."""
+    return {"worker_cls": PACED_CPU_WORKER}, {
+        PACING_ENV_VAR: pacing.env_value(),
+        VLLM_COPY_ENV_VAR: PACING_ENV_VAR,
+    }
 
 
 def pacing_from_env(environ: Mapping[str, str] = os.environ) -> NPUStepPacing | None:
