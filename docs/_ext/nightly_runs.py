@@ -1,6 +1,7 @@
 """The ``nightly-runs`` directive: every single-node run of vLLM-Ascend's nightly CI at
 a release (:mod:`ray_serve_npu.releases.nightly`), one row each, by model and node
-kind, with a link to its test case at the tag.
+kind, with a link to its test case at the tag and how the suite tests the recipe that
+``serve_model.py`` builds from it (:mod:`ray_serve_npu_tooling.served_runs`).
 
 ``:release:`` names the release; without it, the release the Ray Serve LLM recipes pin.
 Nothing in the table is typed on a page: a new config file is a new row. The headings
@@ -13,6 +14,7 @@ from __future__ import annotations
 from docutils import nodes
 from docutils.parsers.rst import directives
 from editions import code_cell, edition_texts, table_frame
+from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from upstream_links import UPSTREAMS, resolve
@@ -31,6 +33,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "quantization": "Quantization",
         "speculative": "Speculative decoding",
         "source": "Config",
+        "tested": "How tested",
+        "served": "served on the fake-NPU tier",
+        "checked": "checked, no engine",
         "not_named": "not named",
         "yes": "yes",
         "no": "no",
@@ -45,6 +50,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "quantization": "量化",
         "speculative": "推测解码",
         "source": "配置",
+        "tested": "测试方式",
+        "served": "在模拟 NPU 层上运行服务",
+        "checked": "已检查，未启动引擎",
         "not_named": "未注明",
         "yes": "是",
         "no": "否",
@@ -61,6 +69,7 @@ _COLUMNS = (
     "quantization",
     "speculative",
     "source",
+    "tested",
 )
 
 
@@ -84,7 +93,7 @@ def _speculative(run: NightlyRun) -> str | None:
 
 def nightly_table(runs: list[NightlyRun], words: dict[str, str]) -> nodes.table:
     table, body = table_frame(
-        "nightly-runs", [words[c] for c in _COLUMNS], (26, 8, 10, 8, 9, 9, 12, 18)
+        "nightly-runs", [words[c] for c in _COLUMNS], (24, 7, 9, 7, 8, 8, 11, 16, 10)
     )
     for run in runs:
         parallel = f"{run.npus} ({run.tensor_parallel} × {run.data_parallel})"
@@ -100,6 +109,7 @@ def nightly_table(runs: list[NightlyRun], words: dict[str, str]) -> nodes.table:
             code_cell(f"`{run.quantization}`" if run.quantization else words["none"]),
             code_cell(_speculative(run) or words["none"]),
             _source(run),
+            code_cell(words["served" if run_key(run) in FAKE_TIER_SERVED_RUNS else "checked"]),
         )
     return table
 
