@@ -193,7 +193,8 @@ def test_the_paced_regime_paces_every_arms_engine_and_sends_fewer_requests(
     # vLLM's Ray executor copies the pacing to the engine's workers, which pace.
     assert paced_env[VLLM_COPY_ENV_VAR] == PACING_ENV_VAR
     assert paced_fields["engine_kwargs"]["worker_cls"] == PACED_CPU_WORKER
-    assert "--worker-cls" in direct_args(paced_fields, tiny_model_dir)
+    argv = direct_args(paced_fields, tiny_model_dir)
+    assert argv[argv.index("--worker-cls") + 1] == PACED_CPU_WORKER
     assert PACING_ENV_VAR not in fields["runtime_env"]["env_vars"]
     assert "worker_cls" not in fields["engine_kwargs"]
     assert paced_settings.num_prompts(1) == settings.paced_min_prompts < settings.num_prompts(1)

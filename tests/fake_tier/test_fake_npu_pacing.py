@@ -23,6 +23,7 @@ from ray_serve_npu_tooling.npu_pacing import (
     DEFAULT_PREFILL_S_PER_TOKEN,
     PACED_CPU_WORKER,
     PACING_ENV_VAR,
+    VLLM_COPY_ENV_VAR,
     NPUStepPacing,
     StepPacer,
     paced_engine,
@@ -119,10 +120,19 @@ def test_the_paced_worker_refuses_to_run_unpaced(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ValueError) as error:
         worker.init_device()
     assert str(error.value) == (
-        f"the engine runs {PACED_CPU_WORKER}, but {PACING_ENV_VAR} is unset in its worker; "
-        "set it to 'baseline' or NAME=SECONDS pairs where the engine starts, or drop "
-        "worker_cls to run unpaced"
+        f"the engine runs {PACED_CPU_WORKER}, but {PACING_ENV_VAR} is unset or empty in its "
+        "worker; set it to 'baseline' or NAME=SECONDS pairs where the engine starts, or drop "
+        "worker_cls (--worker-cls) to run unpaced"
     )
+
+
+def test_the_pacing_joins_the_variables_vllm_copies_to_ray_workers() -> None:
+    kwargs, env = paced_engine(PACING, {VLLM_COPY_ENV_VAR: "A, B"})
+    assert kwargs == {"worker_cls": PACED_CPU_WORKER}
+    assert env == {PACING_ENV_VAR: PACING.env_value(), VLLM_COPY_ENV_VAR: f"A,B,{PACING_ENV_VAR}"}
+    _, again = paced_engine(PACING, env)
+    assert again[VLLM_COPY_ENV_VAR] == f"A,B,{PACING_ENV_VAR}"
+    assert paced_engine(PACING, {})[1][VLLM_COPY_ENV_VAR] == PACING_ENV_VAR
 
 
 def test_the_paced_worker_is_where_vllm_is_told_to_find_it() -> None:
@@ -227,7 +237,7 @@ def paced_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessSe
     """The fake tier's engine behind vLLM's OpenAI server, paced by :data:`PACING`."""
     workdir = tmp_path_factory.mktemp("fake-npu-pacing")
     args = ["--model", str(tiny_model(workdir)), "--served-model-name", "tiny"]
-    engine_kwargs, pacing_env = paced_engine(PACING)
+    engine_kwargs, pacing_env = paced_engine(PACING, os.environ)
     engine_kwargs.update({key: value for key, (value, _why) in FAKE_ENGINE_KWARGS.items()})
     for key, value in engine_kwargs.items():
         args += engine_kwarg_argv(key, value)

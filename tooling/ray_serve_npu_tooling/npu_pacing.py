@@ -149,12 +149,16 @@ def _usage() -> str:
     )
 
 
-def paced_engine(pacing: NPUStepPacing) -> tuple[dict[str, str], dict[str, str]]:
-    """What an engine needs to run paced by ``pacing``: its engine keyword arguments
-    (vLLM's ``worker_cls``) and the variables its environment adds."""
+def paced_engine(
+    pacing: NPUStepPacing, env: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What an engine with environment ``env`` needs to run paced by ``pacing``: its
+    engine keyword arguments (vLLM's ``worker_cls``) and the variables its environment
+    then holds (the copy list keeps what ``env`` already names)."""
+    copied = [name.strip() for name in env.get(VLLM_COPY_ENV_VAR, "").split(",") if name.strip()]
     return {"worker_cls": PACED_CPU_WORKER}, {
         PACING_ENV_VAR: pacing.env_value(),
-        VLLM_COPY_ENV_VAR: PACING_ENV_VAR,
+        VLLM_COPY_ENV_VAR: ",".join(dict.fromkeys([*copied, PACING_ENV_VAR])),
     }
 
 

@@ -29,9 +29,9 @@ class PacedCPUWorker(CPUWorker):
         pacing = pacing_from_env()
         if pacing is None:
             raise ValueError(
-                f"the engine runs {PACED_CPU_WORKER}, but {PACING_ENV_VAR} is unset in its "
-                f"worker; set it to 'baseline' or NAME=SECONDS pairs where the engine starts, "
-                "or drop worker_cls to run unpaced"
+                f"the engine runs {PACED_CPU_WORKER}, but {PACING_ENV_VAR} is unset or empty "
+                f"in its worker; set it to 'baseline' or NAME=SECONDS pairs where the engine "
+                "starts, or drop worker_cls (--worker-cls) to run unpaced"
             )
         super().init_device()
         self.pacer = pace_model_runner(self.model_runner, pacing)

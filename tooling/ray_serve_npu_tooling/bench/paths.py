@@ -159,9 +159,10 @@ def paced(fields: dict[str, Any]) -> dict[str, Any]:
     """The same app with the fake engine's steps held to NPU-like times (the defaults of
     :mod:`ray_serve_npu_tooling.npu_pacing`)."""
     held = copy.deepcopy(fields)
-    engine_kwargs, env = paced_engine(NPUStepPacing())
+    env_vars = held["runtime_env"]["env_vars"]
+    engine_kwargs, env = paced_engine(NPUStepPacing(), env_vars)
     held["engine_kwargs"].update(engine_kwargs)
-    held["runtime_env"]["env_vars"].update(env)
+    env_vars.update(env)
     return held
 
 
