@@ -10,7 +10,6 @@ Nothing here imports Ray or vLLM: the checker and the pages read recipes too.
 
 from __future__ import annotations
 
-import argparse
 import re
 from typing import Any
 
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import release
 from ray_serve_npu.releases.nightly import NightlyRun, nightly_runs
-from ray_serve_npu.vllm_flags import read_flags, stored_flags
+from ray_serve_npu.vllm_flags import stored_flags
 
 #: Engine settings of a run that Ray Serve LLM's app does itself, with why.
 SERVE_DOES: dict[str, str] = {
@@ -89,22 +88,7 @@ def find_run(key: str, tag: str) -> NightlyRun:
 def engine_settings(run: NightlyRun) -> dict[str, Any]:
     """Each setting the run's words set, by its engine keyword, as the release's vLLM
     parses it: only what the words give, never a default."""
-    flags = stored_flags(release(run.release).vllm)
-    # argparse fills only what the namespace lacks: a dest still holding the marker was
-    # not given. One parse of every word, as vLLM's, so a repeated flag appends; a list
-    # that `append` extends starts as None, its default, which means not given.
-    unset = object()
-    appends = {option.dest for option in flags.options if option.action == "append"}
-    namespace = argparse.Namespace(
-        **{option.dest: unset for option in flags.options if option.dest not in appends}
-    )
-    words = [word for flag in read_flags(run.argv) for word in flag.argv()]
-    given = vars(flags.parser().parse_args(words, namespace=namespace))
-    return {
-        dest: value
-        for dest, value in given.items()
-        if value is not unset and not (dest in appends and value is None)
-    }
+    return stored_flags(release(run.release).vllm).given(run.argv)
 
 
 def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:

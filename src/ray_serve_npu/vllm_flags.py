@@ -296,6 +296,25 @@ class StoredFlags(BaseModel):
             self._parser = self._build_parser()
         return self._parser
 
+    def given(self, words: list[str]) -> dict[str, Any]:
+        """Each setting ``words`` give, by its engine keyword, as this vLLM parses them:
+        only what the words give, never a default. A bad value raises ParseError."""
+        # argparse fills only what the namespace lacks: a dest still holding the marker was
+        # not given. One parse of every word, as vLLM's, so a repeated flag appends; a list
+        # that `append` extends starts as None, its default, which means not given.
+        unset = object()
+        appends = {option.dest for option in self.options if option.action == "append"}
+        namespace = argparse.Namespace(
+            **{option.dest: unset for option in self.options if option.dest not in appends}
+        )
+        flags = [word for flag in read_flags(words) for word in flag.argv()]
+        parsed = vars(self.parser().parse_args(flags, namespace=namespace))
+        return {
+            dest: value
+            for dest, value in parsed.items()
+            if value is not unset and not (dest in appends and value is None)
+        }
+
     def _build_parser(self) -> argparse.ArgumentParser:
         parser = _RaisingParser(allow_abbrev=self.allow_abbrev, add_help=False)
         for option in self.options:

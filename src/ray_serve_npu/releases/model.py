@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from ray_serve_npu.vllm_cli import engine_kwarg_argv
+
 #: The base OS flavours vLLM-Ascend builds its images on.
 OPERATING_SYSTEMS: tuple[str, ...] = ("ubuntu", "openeuler")
 
@@ -210,6 +212,15 @@ class TutorialRun(_Strict):
     @property
     def max_num_batched_tokens(self) -> int | None:
         return self.args.get("max-num-batched-tokens")
+
+    def serve_words(self) -> list[str]:
+        """The words after ``vllm serve MODEL`` that the tutorial's run writes."""
+        flags = dict(self.args)
+        if self.additional_config:
+            flags["additional-config"] = self.additional_config
+        # A flag's name with `-` for `_` is its engine keyword (`no-enable-prefix-caching`
+        # included: its words are the flag itself).
+        return [w for f, v in flags.items() for w in engine_kwarg_argv(f.replace("-", "_"), v)]
 
     def settings(self) -> dict[str, Any]:
         """Every setting of the run by one name each: ``NAME`` for an environment variable,

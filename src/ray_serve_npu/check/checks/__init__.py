@@ -16,6 +16,10 @@ from ray_serve_npu.check.checks.engine import (
     check_vllm_flags,
     check_vllm_values,
 )
+from ray_serve_npu.check.checks.model_runs import (
+    check_model_run_npus,
+    check_model_run_settings,
+)
 from ray_serve_npu.check.checks.node import (
     check_image_node_kind,
     check_jemalloc_path,
@@ -57,6 +61,8 @@ CHECKS: dict[str, Check] = {
     "secrets": check_secrets,
     "writable_host_mount": check_writable_host_mount,
     "unread_values": check_unread_values,
+    "model_run_npus": check_model_run_npus,
+    "model_run_settings": check_model_run_settings,
 }
 
 __all__ = ["CHECKS", "Check", "image_node_kind", "image_release"]

@@ -1,0 +1,78 @@
+"""A release's runs of each model, which the checker judges a deployment of that model by.
+
+A run is how one of the release's sources serves a model: a test case of vLLM-Ascend's
+nightly CI (:mod:`ray_serve_npu.releases.nightly`) or a node kind's run of the
+DeepSeek-V4-Flash tutorial that the release data transcribes. Runs are keyed by the
+folder name of the model's weights, which is what a recipe, a Compose service and a CI
+config all end their model's path in.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from ray_serve_npu.model_recipes import engine_settings, run_key
+from ray_serve_npu.releases import RELEASES
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR, nightly_runs
+from ray_serve_npu.vllm_flags import stored_flags
+
+
+class ModelRun(BaseModel):
+    """One source's run of a model at a release."""
+
+    #: The run's name: the CI case's, or the tutorial's node kind.
+    name: str
+    #: NPUs the run's engine uses: tensor × data × pipeline parallel.
+    npus: int
+    #: The engine settings the run gives, by engine keyword, as the release's vLLM parses them.
+    engine: dict[str, Any]
+    #: Where the run is written at the release's tag: ``FILE:LINE`` or ``FILE:LINES``.
+    source: str
+
+
+def model_key(model: str) -> str:
+    """The name runs are keyed by: the last part of the model's path or repository id, in
+    lower case (``/models/DeepSeek-V4-Flash-w8a8-mtp`` and
+    ``Eco-Tech/DeepSeek-V4-Flash-w8a8-mtp`` are one model)."""
+    return model.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+@cache
+def runs_by_model(tag: str) -> dict[str, tuple[ModelRun, ...]]:
+    """Every run of release ``tag``, by :func:`model_key`; empty where the release has
+    neither stored CI configs nor release data."""
+    runs: dict[str, list[ModelRun]] = defaultdict(list)
+    if (NIGHTLY_DIR / tag).is_dir():
+        for run in nightly_runs(tag):
+            runs[model_key(run.model)].append(
+                ModelRun(
+                    name=run_key(run),
+                    npus=run.npus,
+                    engine=engine_settings(run),
+                    source=f"{run.path}:{run.line}",
+                )
+            )
+    data = RELEASES.get(tag)
+    if data is not None:
+        flags = stored_flags(data.vllm)
+        tutorial = data.deepseek_v4_flash
+        for kind, run in tutorial.runs.items():
+            given = flags.given(run.serve_words())
+            npus = (
+                int(given.get("tensor_parallel_size") or 1)
+                * int(given.get("data_parallel_size") or 1)
+                * int(given.get("pipeline_parallel_size") or 1)
+            )
+            runs[model_key(run.model)].append(
+                ModelRun(
+                    name=f"the tutorial's {kind} run",
+                    npus=npus,
+                    engine=given,
+                    source=f"{tutorial.file}:{run.lines}",
+                )
+            )
+    return {model: tuple(found) for model, found in runs.items()}
