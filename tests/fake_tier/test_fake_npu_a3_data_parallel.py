@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from dry_runs import ServingCluster, dry_run_serving, serving_cluster
 from openai import OpenAI
+from ray_serve_npu_tooling.stream_client import OpenStreams, StreamOutcome, stream_many
 
 from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import STOPPED_LINE, DryRunProcess
@@ -41,11 +42,8 @@ from ray_serve_npu.hardware import A3
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST
 from tests.resilience.fake_serving import (
-    OpenStreams,
-    StreamOutcome,
     chat_body,
     pid_alive,
-    stream_many,
     wait_for_success,
 )
 

@@ -11,7 +11,6 @@ starts a local Ray), which this process must never do.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -21,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -172,150 +171,6 @@ def served_app(
 
 def chat_body(content: str = "Hi", **extra: Any) -> dict[str, Any]:
     return {"model": MODEL_ID, "messages": [{"role": "user", "content": content}], **extra}
-
-
-@dataclass
-class StreamOutcome:
-    """What one streaming client saw, from the request to the end of the response."""
-
-    status: int | None = None
-    #: The ``X-Request-ID`` header of the response: Serve's id of the request.
-    request_id: str | None = None
-    #: The stream's closing ``data: [DONE]`` arrived.
-    done: bool = False
-    chunks: int = 0
-    #: What went wrong, as the client saw it: an HTTP error body, an error event in
-    #: the stream, or a connection that broke; None when nothing did.
-    error: str | None = None
-    #: The client gave up waiting: a hang.
-    timed_out: bool = False
-    #: The last ``finish_reason`` a chunk gave (a complete answer has one).
-    finish_reason: str | None = None
-    #: ``usage.completion_tokens`` of the final chunk (``stream_options.include_usage``).
-    completion_tokens: int | None = None
-    first_chunk_s: float | None = None
-    #: ``time.time()`` when the first generated chunk arrived.
-    first_chunk_at: float | None = None
-    total_s: float = 0.0
-    #: ``time.time()`` when the response ended, however it ended.
-    ended_at: float = 0.0
-    error_events: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def completed(self) -> bool:
-        return self.status == 200 and self.done and self.error is None
-
-    def open_at(self, moment: float) -> bool:
-        """Whether the stream had sent a generated chunk and not yet ended at ``moment``."""
-        return self.first_chunk_at is not None and self.first_chunk_at <= moment < self.ended_at
-
-
-class OpenStreams:
-    """Counts the streams that have sent a generated chunk and not yet ended.
-
-    ``reached`` is set once ``target`` of them are open at the same time.
-    """
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.count = 0
-        self.reached = asyncio.Event()
-
-    def begin(self) -> None:
-        self.count += 1
-        if self.count >= self.target:
-            self.reached.set()
-
-    def end(self) -> None:
-        self.count -= 1
-
-
-async def stream_chat(
-    client: httpx.AsyncClient,
-    base_url: str,
-    body: Mapping[str, Any],
-    timeout_s: float,
-    open_streams: OpenStreams | None = None,
-) -> StreamOutcome:
-    """Send one streaming chat request and read its events to the end.
-
-    Counts the stream in ``open_streams`` from its first generated chunk to its end.
-    """
-    outcome = StreamOutcome()
-    started = time.monotonic()
-
-    async def read_response() -> None:
-        async with client.stream(
-            "POST", f"{base_url}/v1/chat/completions", json={**body, "stream": True}
-        ) as response:
-            outcome.status = response.status_code
-            outcome.request_id = response.headers.get("x-request-id")
-            if response.status_code != 200:
-                outcome.error = (await response.aread()).decode(errors="replace")
-                return
-            await _read_events(response, outcome, started, open_streams)
-
-    try:
-        await asyncio.wait_for(read_response(), timeout_s)
-    except asyncio.TimeoutError:
-        outcome.timed_out = True
-        outcome.error = f"no end of stream in {timeout_s} s"
-    except httpx.HTTPError as broken:
-        outcome.error = f"{type(broken).__name__}: {broken}"
-    finally:
-        outcome.total_s = time.monotonic() - started
-        outcome.ended_at = time.time()
-        if open_streams is not None and outcome.first_chunk_at is not None:
-            open_streams.end()
-    return outcome
-
-
-async def _read_events(
-    response: httpx.Response,
-    outcome: StreamOutcome,
-    started: float,
-    open_streams: OpenStreams | None,
-) -> None:
-    async for line in response.aiter_lines():
-        if not line.startswith("data: "):
-            continue
-        data = line.removeprefix("data: ")
-        if data == "[DONE]":
-            outcome.done = True
-            continue
-        event = json.loads(data)
-        if "error" in event:
-            outcome.error_events.append(event)
-            outcome.error = json.dumps(event["error"])
-            continue
-        if event.get("usage"):
-            outcome.completion_tokens = event["usage"]["completion_tokens"]
-        for choice in event.get("choices") or []:
-            outcome.finish_reason = choice.get("finish_reason") or outcome.finish_reason
-        outcome.chunks += 1
-        if outcome.first_chunk_s is None:
-            outcome.first_chunk_s = time.monotonic() - started
-            outcome.first_chunk_at = time.time()
-            if open_streams is not None:
-                open_streams.begin()
-    if not outcome.done and outcome.error is None:
-        outcome.error = "the stream ended without data: [DONE]"
-
-
-async def stream_many(
-    base_url: str,
-    bodies: list[Mapping[str, Any]],
-    timeout_s: float,
-    open_streams: OpenStreams | None = None,
-) -> list[StreamOutcome]:
-    """Stream every body at once, each on its own connection, as separate clients would."""
-    limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(timeout_s)) as client:
-        return list(
-            await asyncio.gather(
-                *(stream_chat(client, base_url, body, timeout_s, open_streams) for body in bodies)
-            )
-        )
 
 
 def post_json(base_url: str, path: str, body: Any, timeout_s: float = 120) -> httpx.Response:

@@ -19,18 +19,16 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
+from ray_serve_npu_tooling.stream_client import OpenStreams, StreamOutcome, stream_many
 
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST, StreamFault
 
 from .fake_serving import (
     LLM_DEPLOYMENT_PREFIX,
-    OpenStreams,
     ServedApp,
-    StreamOutcome,
     chat_body,
     guarantees,
     run_driver,
-    stream_many,
     wait_for_success,
 )
 

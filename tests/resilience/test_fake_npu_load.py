@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
+from ray_serve_npu_tooling.stream_client import stream_many
 
 from .fake_serving import (
     QueueTimes,
@@ -19,7 +20,6 @@ from .fake_serving import (
     chat_body,
     guarantees,
     queue_times,
-    stream_many,
 )
 
 pytestmark = pytest.mark.fake_npu
