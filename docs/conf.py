@@ -164,6 +164,34 @@ def _bench_figures() -> dict[str, str]:
         "bench_baseline_core_share": f"{BASELINE_OUTPUT_TOKENS_PER_S / per_core:.2f}",
         **_bench_profile_figures(),
         **_bench_lever_figures(),
+        **_soak_figures(),
+    }
+
+
+def _soak_figures() -> dict[str, str]:
+    """What the testing page says of the committed run of ``nox -s bench -- --soak 30m``
+    (docs/_static/bench/soak/, copied from build/bench/soak/)."""
+    from ray_serve_npu_tooling.bench.soak_figures import SoakRun
+
+    run = SoakRun.model_validate_json(
+        (DOCS / "_static" / "bench" / "soak" / "soak.json").read_text()
+    )
+    counts = run.window(run.minutes)
+    growth = {name: g for name, g in run.memory_growth().items() if g is not None}
+    largest = max(growth, key=lambda name: growth[name])
+    return {
+        "soak_minutes": str(len(run.minutes)),
+        "soak_concurrency": str(run.settings.concurrency),
+        "soak_when": run.started_at,
+        "soak_command": run.command,
+        "soak_completed": str(counts["completed"]),
+        "soak_failed": str(counts["errors"]),
+        "soak_hung": str(counts["hung"]),
+        "soak_processes": str(len(run.rss_mib_at_start)),
+        "soak_processes_gone": str(len(run.rss_mib_at_start) - len(growth)),
+        "soak_largest_growth": f"{growth[largest]:+.1f} %",
+        # `ray::ServeReplica:serve-npu:LLMServer:deepseek-v4-flash (pid 3272)` -> without pid
+        "soak_largest_growth_process": largest.rsplit(" (pid ", 1)[0],
     }
 
 

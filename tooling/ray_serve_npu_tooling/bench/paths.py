@@ -87,6 +87,10 @@ from .profile import (
     profile_request_path,
     request_path_processes,
 )
+from .soak import parse_duration, soak
+from .soak_figures import SoakSettings
+from .soak_figures import plot as plot_soak
+from .soak_figures import summary as soak_summary
 
 #: recipes/, where the reader's sweep tool (``bench``) lives beside the recipe measured.
 RECIPES = Path(bench.__file__).parents[1]
@@ -302,6 +306,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="skip the request path's capacity with the mock engine",
     )
     parser.add_argument(
+        "--soak",
+        type=soak_duration,
+        metavar="DURATION",
+        help="instead: the unpaced serve-npu app under steady load for DURATION (30m, 90s, "
+        "1h), minute by minute: errors, latency percentiles and each Serve process's memory",
+    )
+    parser.add_argument(
+        "--soak-concurrency", type=int, default=SoakSettings.model_fields["concurrency"].default
+    )
+    parser.add_argument(
         "--concurrency",
         type=lambda text: [int(level) for level in text.split(",") if level],
         default=BenchSettings().concurrency,
@@ -344,6 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.profile:
         return profile_serve_npu(fields, model_dir, settings, out / "profile", started)
+    if args.soak is not None:
+        soak_settings = SoakSettings(duration_s=args.soak, concurrency=args.soak_concurrency)
+        return soak_serve_npu(fields, soak_settings, out / "soak", started)
     with driving_bench_cluster() as cluster:
         port = free_port()
         sections = [provenance()]
@@ -435,6 +452,36 @@ def profile_serve_npu(
                  "(fake-NPU tier: vLLM CPU build, tiny random model)")  # fmt: skip
     table = f"{provenance()}\n\n{profile.markdown()}"
     (out / "profile.md").write_text(table)
+    print(table)
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def soak_duration(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def soak_serve_npu(
+    fields: dict[str, Any], settings: SoakSettings, out: Path, started: float
+) -> int:
+    """The unpaced serve-npu app under :mod:`.soak`'s steady load; writes soak.json,
+    soak.md and soak.png to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = f"nox -s bench -- --soak {settings.duration_s // 60}m"
+    if settings.concurrency != SoakSettings.model_fields["concurrency"].default:
+        command += f" --soak-concurrency {settings.concurrency}"
+    with driving_bench_cluster() as cluster:
+        url = run_apps({SERVE_NPU: {"llm_configs": [fields]}}, host=LOOPBACK,
+                       port=free_port())[SERVE_NPU]  # fmt: skip
+        model = fields["model_loading_config"]["model_id"]
+        run = soak(url, model, settings, cluster.processes, command)
+    (out / "soak.json").write_text(run.model_dump_json(indent=1) + "\n")
+    plot_soak(run, out / "soak.png")
+    table = f"{provenance()}\n\n{soak_summary(run)}"
+    (out / "soak.md").write_text(table)
     print(table)
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
