@@ -1,7 +1,8 @@
 """The ``nightly-runs`` directive: every single-node run of vLLM-Ascend's nightly CI at
 a release (:mod:`ray_serve_npu.releases.nightly`), one row each, by model and node
-kind, with a link to its test case at the tag and how the suite tests the recipe that
-``serve_model.py`` builds from it (:mod:`ray_serve_npu_tooling.served_runs`).
+kind (from the run's name, else from the CI's schedule), with a link to its test case
+at the tag and how the suite tests the recipe that ``serve_model.py`` builds from it
+(:mod:`ray_serve_npu_tooling.served_runs`).
 
 ``:release:`` names the release; without it, the release the Ray Serve LLM recipes pin.
 Nothing in the table is typed on a page: a new config file is a new row. The headings
@@ -21,7 +22,7 @@ from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import run_key
-from ray_serve_npu.releases.nightly import NIGHTLY_DIR, NightlyRun, nightly_runs
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR, SCHEDULE_FILE, NightlyRun, nightly_runs
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
@@ -36,7 +37,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "tested": "How tested",
         "served": "served on the fake-NPU tier",
         "checked": "checked, no engine",
-        "not_named": "not named",
+        "not_named": "not named or scheduled",
         "yes": "yes",
         "no": "no",
         "none": "not set",
@@ -53,7 +54,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "tested": "测试方式",
         "served": "在模拟 NPU 层上运行服务",
         "checked": "已检查，未启动引擎",
-        "not_named": "未注明",
+        "not_named": "未注明，也未排入计划",
         "yes": "是",
         "no": "否",
         "none": "未设置",
@@ -105,7 +106,7 @@ def nightly_table(
         body += nodes.row(
             "",
             code_cell(f"`{run.model}`", f"(`{run_key(run)}`)"),
-            code_cell(run.node_kind or words["not_named"]),
+            code_cell(", ".join(run.node_kinds) or words["not_named"]),
             code_cell(parallel),
             code_cell(words["yes"] if run.expert_parallel else words["no"]),
             code_cell(str(run.max_model_len) if run.max_model_len else words["none"]),
@@ -130,6 +131,8 @@ class NightlyRuns(SphinxDirective):
             raise self.error(str(error)) from None
         for path in sorted((NIGHTLY_DIR / tag).glob("*.yaml")):
             self.env.note_dependency(str(path))
+        if (NIGHTLY_DIR / tag / SCHEDULE_FILE).is_file():
+            self.env.note_dependency(str(NIGHTLY_DIR / tag / SCHEDULE_FILE))
         words = edition_texts(TEXTS, self.config.language)
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
         served = frozenset(FAKE_TIER_SERVED_RUNS if tag == compat.VLLM_ASCEND.tag else ())

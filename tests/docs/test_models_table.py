@@ -47,3 +47,15 @@ def test_every_served_run_is_a_run_of_the_pinned_release() -> None:
     assert FAKE_TIER_SERVED_RUNS
     for name in FAKE_TIER_SERVED_RUNS:
         assert run_key(find_run(name, TAG)) == name
+
+
+def test_a_run_the_schedule_alone_names_gets_that_node_kind() -> None:
+    rows = _rows("en")
+    # Named by the CI's schedule only.
+    assert rows["Qwen3-30B-A3B-W8A8-TP1"][1] == "A3"
+    # Named by the run's own name.
+    assert rows["Qwen3-32B-W8A8-single-a2"][1] == "A2"
+    unnamed = [run_key(r) for r in nightly_runs(TAG) if not r.node_kinds]
+    assert unnamed, "the pinned release has configs its schedule doesn't run"
+    for name in unnamed:
+        assert rows[name][1] == TEXTS["en"]["not_named"]

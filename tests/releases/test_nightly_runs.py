@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ray_serve_npu.check.rules import available_releases
-from ray_serve_npu.releases import RELEASES
-from ray_serve_npu.releases.nightly import NIGHTLY_DIR, nightly_runs
+from ray_serve_npu.releases import RELEASES, nightly
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR, SCHEDULE_FILE, nightly_runs, schedule
 
 
 def test_every_release_with_rules_has_its_runs_stored() -> None:
@@ -50,3 +52,41 @@ def test_a_node_kind_is_read_from_the_file_or_the_case_name() -> None:
 def test_a_release_without_stored_runs_says_which_have_them() -> None:
     with pytest.raises(LookupError, match="no nightly CI configs are stored for v0.27.1rc1"):
         nightly_runs("v0.27.1rc1")
+
+
+@pytest.mark.parametrize("tag", sorted(available_releases()))
+def test_the_schedule_agrees_with_each_runs_name_and_runner(tag: str) -> None:
+    """Where the CI's schedule runs a config, its node kind is the one the run's name
+    gives, and its runner has the NPUs the run uses."""
+    runs = nightly_runs(tag)
+    for run in runs:
+        for entry in run.schedule:
+            assert run.node_kind in (None, entry.node_kind), (run.name, entry)
+            assert run.npus <= entry.devices, (run.name, entry)
+    # From v0.23.0 the release keeps its schedule, and it runs most configs.
+    scheduled = [run for run in runs if run.schedule]
+    assert len(scheduled) >= len(runs) - 5 if tag != "v0.22.1rc1" else scheduled == []
+
+
+def test_a_run_the_schedule_names_gets_its_node_kind_runner_and_line() -> None:
+    (run,) = [r for r in nightly_runs("v0.25.1rc1") if r.name == "Qwen3-30B-A3B-W8A8-TP1"]
+    assert run.node_kind is None and run.node_kinds == ("A3",)
+    sections = {(e.section, e.runner, e.devices) for e in run.schedule}
+    assert sections == {
+        ("a3", "linux-aarch64-nightly-a3-4", 4),
+        ("a3-560t", "linux-aarch64-a3-4-cn12-001", 4),
+    }
+    lines = (NIGHTLY_DIR / "v0.25.1rc1" / SCHEDULE_FILE).read_text().splitlines()
+    for entry in run.schedule:
+        assert lines[entry.line - 1].strip() == "- name: qwen3-30b-a3b-w8a8"
+
+
+def test_a_schedule_section_of_no_known_node_kind_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "v9.9.9" / SCHEDULE_FILE.parent
+    folder.mkdir(parents=True)
+    (folder / SCHEDULE_FILE.name).write_text("a9:\n  single_node:\n    test_config: []\n")
+    monkeypatch.setattr(nightly, "NIGHTLY_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"nightly_config.yaml:1: the schedule has a section 'a9'"):
+        schedule.__wrapped__("v9.9.9")

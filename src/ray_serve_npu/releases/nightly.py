@@ -28,11 +28,40 @@ UPSTREAM_DIR = "tests/e2e/nightly/single_node/models/configs"
 #: The CI fills a port whose value is DEFAULT_PORT with a free one
 #: (tests/e2e/nightly/single_node/models/scripts/GUIDE_AND_TEMPLATE.md:157 at v0.25.1rc1).
 A_FREE_PORT = "8000"
+#: Each release's copy of its nightly CI's schedule, in the release's folder: which
+#: runner, and so which node kind, runs each config.
+SCHEDULE_FILE = Path("schedule") / "nightly_config.yaml"
+#: Where the schedule is in vLLM-Ascend's repository.
+UPSTREAM_SCHEDULE = ".github/workflows/configs/nightly_config.yaml"
+#: The schedule's sections by node kind. A3-560T is A3 hardware of another cluster that
+#: runs the -a3 images (the schedule's own header says so).
+_SCHEDULE_NODE_KINDS = {"a2": "A2", "a3": "A3", "a3-560t": "A3"}
+#: Sections of the schedule that name no node kind this project serves, and why.
+_SCHEDULE_NOT_SERVED = {"310p": "Atlas 300I Duo inference cards, which this project does not serve"}
+#: A node kind's sections whose configs run on one node; the others list multi-node
+#: configs, which live in another folder, and accuracy groups.
+_ONE_NODE_SECTIONS = ("single_node", "multi_card")
+#: The devices in a runner's label: ``linux-aarch64-a2b3-4``,
+#: ``linux-aarch64-nightly-a3-16``, ``linux-aarch64-a3-16-cn12-001``.
+_RUNNER_DEVICES = re.compile(r"-(?:a2b3|a3)-(\d+)(?:-|$)")
 #: PyYAML's safe loader, in C where PyYAML was built with libyaml: the same documents, read
 #: several times faster (the checker reads every config of a release).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: A node kind the file or the case names at its end: ``...-A3.yaml``, ``...-a2``.
 _NODE_KIND = re.compile(r"[-_](A2|A3)$", re.IGNORECASE)
+
+
+class Scheduled(BaseModel):
+    """Where the nightly CI's schedule runs a config: on which node kind and runner."""
+
+    node_kind: str
+    #: The schedule's section: ``a2``, ``a3`` or ``a3-560t``.
+    section: str
+    runner: str
+    #: The NPUs the runner's label gives.
+    devices: int
+    #: The line of the config's entry in the schedule.
+    line: int
 
 
 class NightlyRun(BaseModel):
@@ -59,6 +88,16 @@ class NightlyRun(BaseModel):
     #: Its speculative decoding's method (``mtp``) and number of tokens, else None.
     speculative_method: str | None
     speculative_tokens: int | None
+    #: Where the release's schedule runs the run's config; empty where it doesn't, or
+    #: where the release keeps no schedule.
+    schedule: tuple[Scheduled, ...] = ()
+
+    @property
+    def node_kinds(self) -> tuple[str, ...]:
+        """The node kinds the run is for: the one its name gives, else the schedule's."""
+        if self.node_kind:
+            return (self.node_kind,)
+        return tuple(sorted({entry.node_kind for entry in self.schedule}))
 
     @property
     def npus(self) -> int:
@@ -76,6 +115,51 @@ def _engine(argv: list[str], vllm: str) -> Any:
     """The engine arguments of ``argv`` as vLLM ``vllm`` parses them."""
     words = [word for flag in read_flags(argv) for word in flag.argv()]
     return stored_flags(vllm).parser().parse_args(words)
+
+
+@cache
+def schedule(tag: str) -> dict[str, tuple[Scheduled, ...]]:
+    """Where the release's nightly CI runs each single-node config, by the config's file
+    name; empty where the release keeps no schedule (before v0.23.0 it had none)."""
+    path = NIGHTLY_DIR / tag / SCHEDULE_FILE
+    if not path.is_file():
+        return {}
+    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+    found: dict[str, list[Scheduled]] = {}
+    for section_key, sections in root.value:
+        section = section_key.value
+        if section in _SCHEDULE_NOT_SERVED:
+            continue
+        if section not in _SCHEDULE_NODE_KINDS:
+            raise ValueError(
+                f"{path}:{section_key.start_mark.line + 1}: the schedule has a section "
+                f"{section!r} that names no node kind; add it to _SCHEDULE_NODE_KINDS or "
+                "_SCHEDULE_NOT_SERVED in ray_serve_npu/releases/nightly.py, with why"
+            )
+        for kind_key, body in sections.value:
+            if kind_key.value not in _ONE_NODE_SECTIONS:
+                continue
+            (configs,) = [v for k, v in body.value if k.value == "test_config"]
+            for entry in configs.value:
+                fields = {k.value: v.value for k, v in entry.value}
+                if "config_file_path" not in fields:
+                    continue  # a pytest file, not a config
+                devices = _RUNNER_DEVICES.search(fields["os"])
+                if devices is None:
+                    raise ValueError(
+                        f"{path}:{entry.start_mark.line + 1}: runner {fields['os']!r} names "
+                        "no device count; extend _RUNNER_DEVICES in nightly.py"
+                    )
+                found.setdefault(fields["config_file_path"], []).append(
+                    Scheduled(
+                        node_kind=_SCHEDULE_NODE_KINDS[section],
+                        section=section,
+                        runner=fields["os"],
+                        devices=int(devices[1]),
+                        line=entry.start_mark.line + 1,
+                    )
+                )
+    return {name: tuple(entries) for name, entries in found.items()}
 
 
 def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
@@ -100,6 +184,7 @@ def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
         quantization=engine.quantization,
         speculative_method=speculative.get("method"),
         speculative_tokens=speculative.get("num_speculative_tokens"),
+        schedule=schedule(tag).get(path.name, ()),
     )
 
 
