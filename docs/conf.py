@@ -178,6 +178,11 @@ def _soak_figures() -> dict[str, str]:
     )
     counts = run.window(run.minutes)
     growth = {name: g for name, g in run.memory_growth().items() if g is not None}
+    if not growth:
+        raise ValueError(
+            "docs/_static/bench/soak/soak.json: no process lived from the soak's start to its "
+            "end, so the page has no growth to state; commit a run whose processes did"
+        )
     largest = max(growth, key=lambda name: growth[name])
     return {
         "soak_minutes": str(len(run.minutes)),

@@ -23,21 +23,40 @@ from ray_serve_npu_tooling.bench.soak_figures import (
 from ray_serve_npu_tooling.stream_client import StreamOutcome
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("30m", 1800), ("90s", 90), ("1h", 3600)])
+@pytest.mark.parametrize(("text", "seconds"), [("30m", 1800), ("1h", 3600)])
 def test_a_duration_is_a_number_and_a_unit(text: str, seconds: int) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["30", "0m", "1.5h", "30 minutes"])
+@pytest.mark.parametrize("text", ["30", "0m", "1.5h", "30 minutes", "90s"])
 def test_a_bad_duration_is_refused_with_the_forms(
     text: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--soak", text])
     assert exit_.value.code == 2
-    assert f"--soak: {text!r} is not a duration: write a whole number and s, m or h (30m)" in (
-        capsys.readouterr().err
+    assert (
+        f"--soak: {text!r} is not a duration: write a whole number of minutes or hours (30m, 1h)"
+        in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--soak", "30m", "--profile"], "--soak: it is a run of its own"),
+        (
+            ["--soak", "30m", "--soak-concurrency", "0"],
+            "--soak-concurrency: 0 clients load nothing",
+        ),
+    ],
+)
+def test_a_soak_refuses_what_it_would_ignore(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err
 
 
 def _outcome(**fields: object) -> StreamOutcome:
@@ -123,3 +142,27 @@ def test_the_committed_soaks_summary_is_its_json_summarized() -> None:
     assert provenance.startswith("Fake-NPU tier, ") and blank == ""
     assert rest == summary(run)
     assert len(run.minutes) == run.settings.duration_s // 60
+
+
+def test_a_window_where_nothing_completed_is_shown_not_a_crash() -> None:
+    idle = Minute(
+        minute=1,
+        completed=0,
+        errors={"HTTP 503": 40},
+        hung=0,
+        ttft=Percentiles(),
+        end_to_end=Percentiles(),
+        rss_mib={"ray::ProxyActor (pid 8)": 100.0},
+    )
+    run = SoakRun(
+        settings=SoakSettings(duration_s=60),
+        started_at="2026-12-04 23:00:00 UTC",
+        command="nox -s bench -- --soak 1m",
+        rss_mib_at_start={"ray::ProxyActor (pid 7)": 100.0},
+        minutes=[idle],
+    )
+    text = summary(run)
+    assert "| first 1 (1-1) | 0 | 40 | 0 | - | - |" in text
+    # The proxy that was replaced, and its replacement.
+    assert "| `ray::ProxyActor (pid 7)` | 100.0 | - | gone |" in text
+    assert "| `ray::ProxyActor (pid 8)` | - | 100.0 | started during the run |" in text

@@ -51,3 +51,14 @@ def test_an_event_that_is_not_json_is_the_requests_error() -> None:
     outcome = _chat(b'data: {"choices": [{"delta": {"content": "a\n\n' + b"data: [DONE]\n\n")
     assert not outcome.completed
     assert outcome.error is not None and outcome.error.startswith("an event that is not JSON")
+
+
+def test_an_event_that_is_json_but_no_object_is_the_requests_error() -> None:
+    outcome = _chat(b"data: 5\n\ndata: [DONE]\n\n")
+    assert outcome.error == "an event that is not a JSON object: '5'"
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_raised() -> None:
+    outcome = _chat(_event("ok") + b"data: \xff\xfe\n\n" + b"data: [DONE]\n\n")
+    assert outcome.chunks == 1 and outcome.error is not None
+    assert outcome.error.startswith("an event that is not JSON")

@@ -13,6 +13,7 @@ import pytest
 from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model_runs import model_key, runs_by_model
+from ray_serve_npu.check.rules import available_releases
 from ray_serve_npu.model_recipes import find_run, recipe_for
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
@@ -112,9 +113,9 @@ def test_leaving_out_the_tokenizer_mode_every_run_sets_is_flagged(tmp_path: Path
     assert "sets it to deepseek_v4:" in found.message
 
 
-def test_a_value_some_run_uses_passes_where_the_runs_disagree(tmp_path: Path) -> None:
+def test_leaving_out_a_setting_some_runs_leave_out_passes(tmp_path: Path) -> None:
     # Qwen3-32B's A2 runs set reasoning_parser and its A3 runs don't: leaving it out is
-    # one of the runs, so it passes.
+    # what some of its runs do, so it passes.
     config = _config(MODELS["Qwen3 dense"])
     del config["engine_kwargs"]["reasoning_parser"]
     assert _model_findings(_recipe(tmp_path, config)) == []
@@ -147,3 +148,31 @@ def test_the_recipes_and_every_run_serve_model_builds_pass() -> None:
     report = check_paths(files)
     assert report.checked >= 8
     assert [f for f in report.findings if f.rule_id in MODEL_RULES] == []
+
+
+@pytest.mark.parametrize("tag", sorted(available_releases()))
+def test_every_release_with_rules_reads_its_runs_by_model(tag: str) -> None:
+    runs = runs_by_model.__wrapped__(tag)
+    assert len(runs) >= 15, sorted(runs)
+    # The tutorial's DeepSeek-V4-Flash runs join the CI's under the weights' folder name.
+    flash = runs["deepseek-v4-flash-w8a8-mtp"]
+    assert {"the tutorial's A2 run", "the tutorial's A3 run"} <= {run.name for run in flash}
+    assert min(run.npus for run in flash) == 8
+
+
+def test_a_deployment_with_values_the_checker_could_not_read_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    recipe = tmp_path / "serve_mine.py"
+    recipe.write_text(
+        "import os\n"
+        "from ray.serve.llm import LLMConfig\n\n"
+        "llm_config = LLMConfig(\n"
+        "    model_loading_config={'model_id': 'q', 'model_source': '/models/Qwen3-32B-W8A8'},\n"
+        "    accelerator_config={'kind': 'npu'},\n"
+        "    engine_kwargs={'tensor_parallel_size': int(os.environ['TP'])},\n"
+        ")\n"
+    )
+    findings = check_file(recipe, release=TAG)
+    assert "recipe-value-unread" in {f.rule_id for f in findings}
+    assert [f for f in findings if f.rule_id in MODEL_RULES] == []

@@ -129,9 +129,9 @@ async def sse_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[str]:
     async for chunk in chunks:
         *lines, rest = _SSE_LINE_END.split(rest + chunk)
         for line in lines:
-            yield line.decode("utf-8")
+            yield line.decode("utf-8", errors="replace")
     if rest:
-        yield rest.decode("utf-8")
+        yield rest.decode("utf-8", errors="replace")
 
 
 async def _read_events(
@@ -152,6 +152,9 @@ async def _read_events(
         except json.JSONDecodeError as error:
             # The client's view of a broken stream, not the client's crash.
             outcome.error = f"an event that is not JSON ({error}): {data[:120]!r}"
+            continue
+        if not isinstance(event, dict):
+            outcome.error = f"an event that is not a JSON object: {data[:120]!r}"
             continue
         if "error" in event:
             outcome.error_events.append(event)

@@ -10,6 +10,7 @@ config all end their model's path in.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -32,6 +33,23 @@ class ModelRun(BaseModel):
     engine: dict[str, Any]
     #: Where the run is written at the release's tag: ``FILE:LINE`` or ``FILE:LINES``.
     source: str
+
+
+#: The engine settings whose product is the NPUs of the whole engine, on every node.
+PARALLEL_KEYS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size")
+
+
+def engine_npus(engine: Mapping[str, Any]) -> int:
+    """NPUs of the whole engine that ``engine`` (settings by keyword) configures: tensor ×
+    data × pipeline parallel, each 1 where unset; a value that isn't a whole number
+    counts as 1, which vLLM's own check of the value reports."""
+    npus = 1
+    for key in PARALLEL_KEYS:
+        try:
+            npus *= int(engine.get(key) or 1)
+        except (TypeError, ValueError):
+            pass
+    return npus
 
 
 def model_key(model: str) -> str:
@@ -62,15 +80,10 @@ def runs_by_model(tag: str) -> dict[str, tuple[ModelRun, ...]]:
         tutorial = data.deepseek_v4_flash
         for kind, run in tutorial.runs.items():
             given = flags.given(run.serve_words())
-            npus = (
-                int(given.get("tensor_parallel_size") or 1)
-                * int(given.get("data_parallel_size") or 1)
-                * int(given.get("pipeline_parallel_size") or 1)
-            )
             runs[model_key(run.model)].append(
                 ModelRun(
                     name=f"the tutorial's {kind} run",
-                    npus=npus,
+                    npus=engine_npus(given),
                     engine=given,
                     source=f"{tutorial.file}:{run.lines}",
                 )

@@ -309,11 +309,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--soak",
         type=soak_duration,
         metavar="DURATION",
-        help="instead: the unpaced serve-npu app under steady load for DURATION (30m, 90s, "
+        help="instead: the unpaced serve-npu app under steady load for DURATION (30m, "
         "1h), minute by minute: errors, latency percentiles and each Serve process's memory",
     )
     parser.add_argument(
-        "--soak-concurrency", type=int, default=SoakSettings.model_fields["concurrency"].default
+        "--soak-concurrency",
+        type=int,
+        default=SoakSettings.model_fields["concurrency"].default,
+        metavar="N",
+        help="with --soak: the streaming clients that keep the app busy",
     )
     parser.add_argument(
         "--concurrency",
@@ -331,6 +335,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--regimes: a lever run takes one regime; choose {' or '.join(REGIMES)}")
     if args.against_direct and args.levers is None:
         parser.error("--against-direct: it adds direct vLLM to a lever run; add --levers NAME,...")
+    if args.soak is not None and (args.levers is not None or args.profile):
+        parser.error("--soak: it is a run of its own; leave out --levers and --profile")
+    if args.soak_concurrency < 1:
+        parser.error(
+            f"--soak-concurrency: {args.soak_concurrency} clients load nothing; give 1 or more"
+        )
     settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
     levers = None
     if args.levers is not None:

@@ -28,9 +28,10 @@ from ray_serve_npu_tooling.stream_client import StreamOutcome, stream_chat
 
 from .soak_figures import Minute, Percentiles, SoakRun, SoakSettings
 
-#: ``30m``, ``90s``, ``1h``: a duration as the command line gives it.
-_DURATION = re.compile(r"^(\d+)([smh])$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: ``30m``, ``1h``: a duration as the command line gives it, in whole minutes, the
+#: soak's unit of record.
+_DURATION = re.compile(r"^(\d+)([mh])$")
+_SECONDS = {"m": 60, "h": 3600}
 #: The processes whose memory the soak follows, by the start of the title Ray or vLLM
 #: gives them: Serve's controller, proxy and replicas, and the engine's processes.
 SERVING_TITLES = ("ray::", "VLLM::")
@@ -42,10 +43,12 @@ _RUNNING_METHOD = re.compile(r"\.[a-z_]\w*$")
 
 
 def parse_duration(text: str) -> int:
-    """Seconds in ``text`` (``30m``, ``90s``, ``1h``); ValueError names the forms."""
+    """Seconds in ``text`` (``30m``, ``1h``); ValueError names the forms."""
     found = _DURATION.match(text.strip())
     if found is None or int(found[1]) == 0:
-        raise ValueError(f"{text!r} is not a duration: write a whole number and s, m or h (30m)")
+        raise ValueError(
+            f"{text!r} is not a duration: write a whole number of minutes or hours (30m, 1h)"
+        )
     return int(found[1]) * _SECONDS[found[2]]
 
 
@@ -144,6 +147,12 @@ def soak(
               f"RSS {sum(minute.rss_mib.values()):.0f} MiB", flush=True)  # fmt: skip
         minutes.append(minute)
     load.join()
+    # A request still open at the end ends up to a client timeout later; it belongs to
+    # the last minute, where a hang near the end would otherwise go uncounted.
+    if minutes:
+        last = minutes[-1]
+        low = start + 60 * (last.minute - 1)
+        minutes[-1] = _minute(last.minute, [o for o in ended if o.ended_at >= low], last.rss_mib)
     return SoakRun(
         settings=settings,
         started_at=started_at,

@@ -85,6 +85,16 @@ class SoakRun(BaseModel):
         }
 
 
+def _latency(window: Sequence[Minute], key: str) -> str:
+    """``p50 / p99`` of a window in ms: the median of its minutes' p50s and the highest of
+    their p99s; ``-`` where no request of the window completed."""
+    measured = [getattr(m, key).ms for m in window if getattr(m, key).ms]
+    if not measured:
+        return "-"
+    p50 = statistics.median(ms["p50"] for ms in measured)
+    return f"{p50:.1f} / {max(ms['p99'] for ms in measured):.1f}"
+
+
 def summary(run: SoakRun) -> str:
     """The run's figures as Markdown: the first and last minutes, and memory per process."""
     first, last = run.minutes[:SUMMARY_MINUTES], run.minutes[-SUMMARY_MINUTES:]
@@ -99,14 +109,10 @@ def summary(run: SoakRun) -> str:
     ]
     for name, window in (("first", first), ("last", last)):
         counts = run.window(window)
-        p50 = statistics.median([m.ttft.ms["p50"] for m in window if m.ttft.ms])
-        p99 = max(m.ttft.ms["p99"] for m in window if m.ttft.ms)
-        e50 = statistics.median([m.end_to_end.ms["p50"] for m in window if m.end_to_end.ms])
-        e99 = max(m.end_to_end.ms["p99"] for m in window if m.end_to_end.ms)
         lines.append(
             f"| {name} {len(window)} ({counts['minutes'][0]}-{counts['minutes'][-1]}) "
             f"| {counts['completed']} | {counts['errors']} | {counts['hung']} "
-            f"| {p50:.1f} / {p99:.1f} | {e50:.1f} / {e99:.1f} |"
+            f"| {_latency(window, 'ttft')} | {_latency(window, 'end_to_end')} |"
         )
     lines += [
         "",
@@ -119,6 +125,9 @@ def summary(run: SoakRun) -> str:
             (f"{end[name]:.1f}", f"{growth:+.1f} %") if growth is not None else ("-", "gone")
         )
         lines.append(f"| `{name}` | {run.rss_mib_at_start[name]:.1f} | {after} | {shown} |")
+    # A process that started during the run, such as a replica's replacement.
+    for name in sorted(end.keys() - run.rss_mib_at_start.keys()):
+        lines.append(f"| `{name}` | - | {end[name]:.1f} | started during the run |")
     return "\n".join(lines) + "\n"
 
 

@@ -4,16 +4,24 @@ those runs fix for the model."""
 
 from __future__ import annotations
 
-from ray_serve_npu.check.checks.common import engine_int, finding
+from ray_serve_npu.check.checks.common import finding
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model import Deployment, ParsedFile
-from ray_serve_npu.check.model_runs import ModelRun, model_key, runs_by_model
+from ray_serve_npu.check.model_runs import (
+    PARALLEL_KEYS,
+    ModelRun,
+    engine_npus,
+    model_key,
+    runs_by_model,
+)
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.vllm_cli import engine_flag
 
 
 def _runs_of(dep: Deployment, rules: RuleSet) -> tuple[ModelRun, ...]:
-    if dep.model is None or not isinstance(dep.model.value, str):
+    # A value the checker could not read may be any of the settings compared here; the
+    # recipe-value-unread error already says the deployment is not checked.
+    if dep.model is None or not isinstance(dep.model.value, str) or dep.unread:
         return ()
     return runs_by_model(rules.release).get(model_key(dep.model.value), ())
 
@@ -24,13 +32,9 @@ def _name(dep: Deployment, key: str) -> str:
 
 
 def _engine_npus(dep: Deployment) -> tuple[int, int]:
-    """NPUs of the whole engine, every node's (tensor × data × pipeline parallel), and the
-    line of its first parallel setting."""
-    keys = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size")
-    npus = 1
-    for key in keys:
-        npus *= engine_int(dep, key, 1) or 1
-    lines = [dep.engine[key].line for key in keys if key in dep.engine]
+    """NPUs of the whole engine, and the line of its first parallel setting."""
+    npus = engine_npus({key: setting.value for key, setting in dep.engine.items()})
+    lines = [dep.engine[key].line for key in PARALLEL_KEYS if key in dep.engine]
     return npus, min(lines, default=dep.line)
 
 
