@@ -9,6 +9,7 @@ from typing import Any
 from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
+from ray_serve_npu.vllm_cli import engine_flag
 
 Check = Callable[[Rule, ParsedFile, RuleSet], list[Finding]]
 
@@ -30,6 +31,12 @@ def finding(
         message=f"{dep.label}: {message}" if isinstance(dep, Deployment) and dep.label else message,
         fix=fix or rule.fix,
     )
+
+
+def setting_name(dep: Deployment, key: str) -> str:
+    """An engine setting as the input writes it: a flag on a `vllm serve` line
+    (``--max-model-len``), the engine keyword elsewhere (``max_model_len``)."""
+    return engine_flag(key) if dep.http_server_line is not None else key
 
 
 def engine_int(dep: Deployment, key: str, default: int | None = None) -> int | None:

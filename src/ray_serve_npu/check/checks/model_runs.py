@@ -4,7 +4,7 @@ those runs fix for the model."""
 
 from __future__ import annotations
 
-from ray_serve_npu.check.checks.common import finding
+from ray_serve_npu.check.checks.common import finding, setting_name
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.model_runs import (
@@ -15,7 +15,6 @@ from ray_serve_npu.check.model_runs import (
     runs_by_model,
 )
 from ray_serve_npu.check.rules import Rule, RuleSet
-from ray_serve_npu.vllm_cli import engine_flag
 
 
 def _runs_of(dep: Deployment, rules: RuleSet) -> tuple[ModelRun, ...]:
@@ -24,11 +23,6 @@ def _runs_of(dep: Deployment, rules: RuleSet) -> tuple[ModelRun, ...]:
     if dep.model is None or not isinstance(dep.model.value, str) or dep.unread:
         return ()
     return runs_by_model(rules.release).get(model_key(dep.model.value), ())
-
-
-def _name(dep: Deployment, key: str) -> str:
-    # Flags on a `vllm serve` line, engine keywords elsewhere.
-    return engine_flag(key) if dep.http_server_line is not None else key
 
 
 def _engine_npus(dep: Deployment) -> tuple[int, int]:
@@ -71,7 +65,7 @@ def check_model_run_settings(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> 
             cited = "; ".join(f"{run.name}, {run.source}" for run in setting[:2])
             more = f" and {len(setting) - 2} more" if len(setting) > 2 else ""
             where = f"at {rules.release} ({cited}{more})"
-            name = _name(dep, key)
+            name = setting_name(dep, key)
             if key in dep.engine:
                 value = dep.engine[key].value
                 if str(value) not in used:

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ray_serve_npu import hardware
-from ray_serve_npu.check.checks.common import engine_int, finding
+from ray_serve_npu.check.checks.common import engine_int, finding, setting_name
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.rules import Rule, RuleSet
 from ray_serve_npu.releases import RELEASES, parse_image
-from ray_serve_npu.vllm_cli import engine_flag
 
 
 def image_release(image: str) -> str | None:
@@ -75,10 +74,10 @@ def _parallel(dep: Deployment) -> _Parallel:
     pp = engine_int(dep, "pipeline_parallel_size", 1) or 1
     dp_key = "data_parallel_size_local" if engine_int(dep, "data_parallel_size_local") else None
     dp = engine_int(dep, dp_key or "data_parallel_size", 1) or 1
-    # Flags on a `vllm serve` line, engine keywords elsewhere.
-    name = engine_flag if dep.http_server_line is not None else str
     keys = ("tensor_parallel_size", dp_key or "data_parallel_size", "pipeline_parallel_size")
-    said = " x ".join(f"{name(k)} {v}" for k, v in zip(keys, (tp, dp, pp), strict=True))
+    said = " x ".join(
+        f"{setting_name(dep, k)} {v}" for k, v in zip(keys, (tp, dp, pp), strict=True)
+    )
     first = next(
         (
             k
@@ -90,7 +89,7 @@ def _parallel(dep: Deployment) -> _Parallel:
     return _Parallel(
         npus=tp * dp * pp,
         said=f"{said} = {tp * dp * pp} NPUs",
-        fields=tuple(name(k) for k in keys),
+        fields=tuple(setting_name(dep, k) for k in keys),
         line=dep.engine[first].line if first else dep.line,
     )
 
