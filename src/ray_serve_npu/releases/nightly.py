@@ -31,8 +31,6 @@ A_FREE_PORT = "8000"
 #: Each release's copy of its nightly CI's schedule, in the release's folder: which
 #: runner, and so which node kind, runs each config.
 SCHEDULE_FILE = Path("schedule") / "nightly_config.yaml"
-#: Where the schedule is in vLLM-Ascend's repository.
-UPSTREAM_SCHEDULE = ".github/workflows/configs/nightly_config.yaml"
 #: The schedule's sections by node kind. A3-560T is A3 hardware of another cluster that
 #: runs the -a3 images (the schedule's own header says so).
 _SCHEDULE_NODE_KINDS = {"a2": "A2", "a3": "A3", "a3-560t": "A3"}
