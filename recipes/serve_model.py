@@ -1,11 +1,13 @@
 """Serve one model of vLLM-Ascend's nightly CI with Ray Serve LLM, as its CI runs it.
 
-Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has run,
+Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has run
+(on the head node of a Ray cluster of the run's nodes, for a run of several nodes),
 with ``MODEL_PATH`` set to the model's weights: ``python serve_model.py RUN``, where
-RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin
-(``python serve_model.py --list`` lists them; ``--show RUN`` prints the arguments of
-its ``LLMConfig``, to start a recipe of your own from). The app answers OpenAI-compatible
-requests on http://127.0.0.1:8000/v1, as the model's name in lower case.
+RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin, or
+one of its multi-node configs of one engine (``python serve_model.py --list`` lists
+them; ``--show RUN`` prints the arguments of its ``LLMConfig``, to start a recipe of
+your own from). The app answers OpenAI-compatible requests on
+http://127.0.0.1:8000/v1, as the model's name in lower case.
 
 The engine's settings and environment are the CI's own, read from its config file at
 the tag by ``ray_serve_npu.model_recipes``; the script prints what of the run Ray
@@ -36,7 +38,8 @@ def chosen_recipe() -> ModelRecipe | None:
     tag = SERVE_LLM_RELEASE.tag
     if args.list or not args.run:
         for run in nightly_runs(tag):
-            print(f"{run_key(run)}: {run.model}, {run.npus} NPUs")
+            nodes = f" on {run.nodes} nodes" if run.nodes > 1 else ""
+            print(f"{run_key(run)}: {run.model}, {run.npus} NPUs{nodes}")
         return None
     try:
         run = find_run(args.run, tag)

@@ -1,8 +1,10 @@
-"""The ``nightly-runs`` directive: every single-node run of vLLM-Ascend's nightly CI at
-a release (:mod:`ray_serve_npu.releases.nightly`), one row each, by model and node
-kind (from the run's name, else from the CI's schedule), with a link to its test case
-at the tag and how the suite tests the recipe that ``serve_model.py`` builds from it
-(:mod:`ray_serve_npu_tooling.served_runs`).
+"""The ``nightly-runs`` directive: every run of one engine in vLLM-Ascend's nightly CI at
+a release (:mod:`ray_serve_npu.releases.nightly`), single-node and multi-node, one row
+each, by model and node kind (from the run's name, else from the CI's schedule), with a
+link to its config at the tag and how the suite tests the recipe that ``serve_model.py``
+builds from it (:mod:`ray_serve_npu_tooling.served_runs`). With ``:set-aside:``, the
+release's multi-node configs that are not one engine instead, each with why no recipe
+is built from it.
 
 ``:release:`` names the release; without it, the release the Ray Serve LLM recipes pin.
 Nothing in the table is typed on a page: a new config file is a new row. The headings
@@ -22,7 +24,13 @@ from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import run_key
-from ray_serve_npu.releases.nightly import NIGHTLY_DIR, SCHEDULE_FILE, NightlyRun, nightly_runs
+from ray_serve_npu.releases.nightly import (
+    NIGHTLY_DIR,
+    NightlyRun,
+    SetAside,
+    nightly_runs,
+    set_aside_configs,
+)
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
@@ -41,6 +49,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "yes": "yes",
         "no": "no",
         "none": "not set",
+        "on_nodes": "on {nodes} nodes",
+        "nodes": "Nodes",
+        "config_model": "Model",
+        "why": "Why no recipe",
+        "prefill_decode": "Prefill and decode engines of their own, joined by `{connector}`.",
+        "external": "Each data-parallel rank is a `vllm serve` of its own, behind the CI's proxy.",
+        "nodes_differ": "Its nodes set {settings} each their own way; one `LLMConfig` sets "
+        "every rank alike.",
     },
     "zh_CN": {
         "model": "模型（运行）",
@@ -58,6 +74,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "yes": "是",
         "no": "否",
         "none": "未设置",
+        "on_nodes": "分布在 {nodes} 个节点",
+        "nodes": "节点数",
+        "config_model": "模型",
+        "why": "为何没有配方",
+        "prefill_decode": "预填充与解码各为独立引擎，由 `{connector}` 连接。",
+        "external": "每个数据并行 rank 各为一个 `vllm serve`，位于 CI 的代理之后。",
+        "nodes_differ": "各节点对 {settings} 的设置各不相同；一个 `LLMConfig` 对每个 rank "
+        "的设置都相同。",
     },
 }
 
@@ -74,7 +98,7 @@ _COLUMNS = (
 )
 
 
-def _source(run: NightlyRun) -> nodes.entry:
+def _source(run: NightlyRun | SetAside) -> nodes.entry:
     upstream = UPSTREAMS["vllm-ascend"]
     link = resolve(upstream.role, f"{run.path}@{upstream.version(run.release)}#L{run.line}")
     name = run.path.rsplit("/", 1)[1]
@@ -103,11 +127,12 @@ def nightly_table(
         parallel = f"{run.npus} ({run.tensor_parallel} × {run.data_parallel})"
         if run.pipeline_parallel > 1:
             parallel += f" × PP {run.pipeline_parallel}"
+        spread = [words["on_nodes"].format(nodes=run.nodes)] if run.nodes > 1 else []
         body += nodes.row(
             "",
             code_cell(f"`{run.model}`", f"(`{run_key(run)}`)"),
             code_cell(", ".join(run.node_kinds) or words["not_named"]),
-            code_cell(parallel),
+            code_cell(parallel, *spread),
             code_cell(words["yes"] if run.expert_parallel else words["no"]),
             code_cell(str(run.max_model_len) if run.max_model_len else words["none"]),
             code_cell(f"`{run.quantization}`" if run.quantization else words["none"]),
@@ -118,8 +143,30 @@ def nightly_table(
     return table
 
 
+def _why(config: SetAside, words: dict[str, str]) -> str:
+    if config.layout == "nodes_differ":
+        return words["nodes_differ"].format(settings=", ".join(f"`{k}`" for k in config.differ))
+    why = words["prefill_decode"].format(connector=config.connector)
+    return f"{why} {words['external']}" if config.external else why
+
+
+def set_aside_table(configs: list[SetAside], words: dict[str, str]) -> nodes.table:
+    """One row per multi-node config that is not one engine, with why."""
+    columns = [words["source"], words["config_model"], words["nodes"], words["why"]]
+    table, body = table_frame("nightly-set-aside", columns, (28, 24, 8, 40))
+    for config in configs:
+        body += nodes.row(
+            "",
+            _source(config),
+            code_cell(f"`{config.model}`"),
+            code_cell(str(config.nodes)),
+            code_cell(_why(config, words)),
+        )
+    return table
+
+
 class NightlyRuns(SphinxDirective):
-    option_spec = {"release": directives.unchanged}
+    option_spec = {"release": directives.unchanged, "set-aside": directives.flag}
 
     def run(self) -> list[nodes.Node]:
         tag = self.options.get("release") or compat.VLLM_ASCEND.tag
@@ -129,11 +176,12 @@ class NightlyRuns(SphinxDirective):
             )
         except LookupError as error:
             raise self.error(str(error)) from None
-        for path in sorted((NIGHTLY_DIR / tag).glob("*.yaml")):
+        for path in sorted((NIGHTLY_DIR / tag).rglob("*.yaml")):
             self.env.note_dependency(str(path))
-        if (NIGHTLY_DIR / tag / SCHEDULE_FILE).is_file():
-            self.env.note_dependency(str(NIGHTLY_DIR / tag / SCHEDULE_FILE))
         words = edition_texts(TEXTS, self.config.language)
+        if "set-aside" in self.options:
+            configs = sorted(set_aside_configs(tag), key=lambda c: (c.model, c.name))
+            return [set_aside_table(configs, words)]
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
         served = frozenset(FAKE_TIER_SERVED_RUNS if tag == compat.VLLM_ASCEND.tag else ())
         return [nightly_table(runs, words, served)]

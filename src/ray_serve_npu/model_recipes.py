@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import release
-from ray_serve_npu.releases.nightly import NightlyRun, nightly_runs
+from ray_serve_npu.releases.nightly import NightlyRun, SetAside, nightly_runs, set_aside_configs
 from ray_serve_npu.vllm_flags import stored_flags
 
 #: Engine settings of a run that Ray Serve LLM's app does itself, with why.
@@ -26,6 +26,14 @@ SERVE_DOES: dict[str, str] = {
     "served_model_name": "the name clients send is the recipe's model_id",
     "api_server_count": "Ray Serve LLM's OpenAI ingress is the API server",
     "distributed_executor_backend": "Ray Serve LLM runs the engine's workers with Ray",
+    # A multi-node run's per-node words: Ray Serve LLM's data-parallel app runs each
+    # rank as a replica of one gang and gives it its rank, and rank 0's address and
+    # port (serving_patterns/data_parallel/dp_server.py, DPServer.__init__, in Ray 2.57.1).
+    "data_parallel_size_local": "Ray Serve LLM runs each data-parallel rank as a replica",
+    "data_parallel_start_rank": "Ray Serve LLM gives each data-parallel replica its rank",
+    "data_parallel_address": "Ray Serve LLM gives every rank the address of rank 0's node",
+    "data_parallel_rpc_port": "Ray Serve LLM gives every rank the port rank 0 picked",
+    "headless": "each rank's replica runs its own engine behind Serve's ingress",
 }
 #: Environment variables of the CI's runner, not of the engine.
 CI_ONLY_ENVS: dict[str, str] = {
@@ -62,9 +70,28 @@ def run_key(run: NightlyRun) -> str:
     return name
 
 
+def not_built_because(config: SetAside) -> str:
+    """Why no recipe is built from a multi-node config that is not one engine."""
+    if config.layout == "prefill_decode":
+        each_rank = (
+            ", each data-parallel rank a `vllm serve` of its own behind the CI's proxy"
+            if config.external
+            else ""
+        )
+        return (
+            f"it separates prefill and decode engines, joined by {config.connector}"
+            f"{each_rank}; the recipe builds one engine"
+        )
+    return (
+        f"its nodes set {', '.join(config.differ)} each their own way, and one LLMConfig "
+        "sets every data-parallel rank alike"
+    )
+
+
 def find_run(key: str, tag: str) -> NightlyRun:
     """The run of release ``tag`` that :func:`run_key` names ``key`` (any case); a
-    LookupError names the closest keys otherwise."""
+    LookupError says why a multi-node config of that name has no recipe, or names the
+    closest keys otherwise."""
     runs: dict[str, NightlyRun] = {}
     for run in nightly_runs(tag):
         other = runs.setdefault(run_key(run).lower(), run)
@@ -77,6 +104,12 @@ def find_run(key: str, tag: str) -> NightlyRun:
     found = runs.get(key.lower())
     if found is not None:
         return found
+    for config in set_aside_configs(tag):
+        if config.name.lower() == key.lower():
+            raise LookupError(
+                f"{config.name} ({config.path}:{config.line} at {tag}) has no Ray Serve LLM "
+                f"recipe: {not_built_because(config)}."
+            )
     close = [run_key(run) for name, run in runs.items() if key.lower() in name][:5]
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise LookupError(

@@ -13,9 +13,11 @@ from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.releases.nightly import nightly_runs
 
 RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "serve_model.py"
-#: ``RUN (tests/e2e/nightly/single_node/models/configs/FILE.yaml:LINE at TAG): ...``
+#: ``RUN (tests/e2e/nightly/single_node/models/configs/FILE.yaml:LINE at TAG): ...``, or a
+#: multi-node run's ``multi_node/internal_dp/config/FILE.yaml``.
 LABELLED = re.compile(
-    r"^\S+ \(tests/e2e/nightly/single_node/models/configs/\S+\.yaml:\d+ at v\S+\): "
+    r"^\S+ \(tests/e2e/nightly/(single_node/models/configs|multi_node/internal_dp/config)/"
+    r"\S+\.yaml:\d+ at v\S+\): "
 )
 
 

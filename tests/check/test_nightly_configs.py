@@ -20,11 +20,16 @@ def test_every_nightly_command_line_passes_the_flag_judgment(tag: str) -> None:
     runs = nightly_runs(tag)
     assert len(runs) >= 30, len(runs)
     refused = []
+    read = 0
     for run in runs:
-        deployment = Deployment(file=run.path, line=run.line)
-        words = [run.model, *run.argv]
-        apply_serve_argv([Setting(value=w, line=run.line) for w in words], deployment)
-        judge_arguments(deployment, flags)
-        refused += [(run.name, s.value, why) for s, why in deployment.unknown_flags]
-        refused += [(run.name, s.value, message) for s, message in deployment.invalid_values]
+        # Every node's command line: a multi-node run's further nodes too.
+        for argv in (run.argv, *run.other_nodes_argv):
+            deployment = Deployment(file=run.path, line=run.line)
+            words = [run.model, *argv]
+            apply_serve_argv([Setting(value=w, line=run.line) for w in words], deployment)
+            judge_arguments(deployment, flags)
+            refused += [(run.name, s.value, why) for s, why in deployment.unknown_flags]
+            refused += [(run.name, s.value, message) for s, message in deployment.invalid_values]
+            read += 1
+    assert read > len(runs), "no multi-node run's further nodes were read"
     assert refused == []

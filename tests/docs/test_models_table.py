@@ -1,5 +1,6 @@
-"""The models page's table (docs/_ext/nightly_runs.py): its "How tested" column says
-served exactly for the runs the fake-NPU tier serves, and checked for every other run."""
+"""The models page's tables (docs/_ext/nightly_runs.py): the runs' "How tested" column says
+served exactly for the runs the fake-NPU tier serves, and checked for every other run; a
+multi-node run shows its nodes; every multi-node config set aside is listed with why."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import find_run, run_key
-from ray_serve_npu.releases.nightly import nightly_runs
+from ray_serve_npu.releases.nightly import nightly_runs, set_aside_configs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-from nightly_runs import TEXTS, nightly_table  # noqa: E402
+from nightly_runs import TEXTS, nightly_table, set_aside_table  # noqa: E402
 
 TAG = compat.VLLM_ASCEND.tag
 
@@ -59,3 +60,25 @@ def test_a_run_the_schedule_alone_names_gets_that_node_kind() -> None:
     assert unnamed, "the pinned release has configs its schedule doesn't run"
     for name in unnamed:
         assert rows[name][1] == TEXTS["en"]["not_named"]
+
+
+@pytest.mark.parametrize("language", sorted(TEXTS))
+def test_a_multi_node_run_shows_its_nodes_beside_its_npus(language: str) -> None:
+    rows = _rows(language)
+    on_two = TEXTS[language]["on_nodes"].format(nodes=2)
+    assert rows["Kimi-K2_5-W4A8-A2-dual-nodes"][1] == "A2"
+    assert rows["Kimi-K2_5-W4A8-A2-dual-nodes"][2] == f"16 (8 × 2)\n\n{on_two}"
+    assert on_two not in rows["Qwen3-32B-W8A8-single-a2"][2]
+
+
+@pytest.mark.parametrize("language", sorted(TEXTS))
+def test_every_config_set_aside_is_listed_with_why(language: str) -> None:
+    words = TEXTS[language]
+    configs = set_aside_configs(TAG)
+    (body,) = set_aside_table(list(configs), words).findall(lambda n: n.tagname == "tbody")
+    rows = {r.children[0].astext().split(":")[0]: [c.astext() for c in r.children] for r in body}
+    assert sorted(rows) == sorted(f"{c.name}.yaml" for c in configs) and len(rows) >= 5
+    assert rows["Qwen3-235B-disagg-pd.yaml"][3] == words["prefill_decode"].format(
+        connector="MooncakeConnectorV1"
+    ).replace("`", "")
+    assert words["external"].replace("`", "") in rows["GLM5_1-W8A8-EP-external.yaml"][3]

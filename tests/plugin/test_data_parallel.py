@@ -21,12 +21,14 @@ from ray.serve.llm import LLMConfig
 
 from ray_serve_npu import build_dp_openai_app
 from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE
+from ray_serve_npu.model_recipes import find_run, recipe_for
 from ray_serve_npu.placement import (
     InfeasiblePlacementError,
     NodeCapacity,
     infeasibility,
     placement_request,
 )
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
 
 
 def _dp_config(data_parallel_size: int = 4, tensor_parallel_size: int = 4) -> LLMConfig:
@@ -110,3 +112,13 @@ def test_build_dp_app_refuses_a_gang_beyond_the_cluster(ray_with_fake_npus: None
 def test_build_dp_app_accepts_a_gang_the_cluster_holds(ray_with_fake_npus: None) -> None:
     app = build_dp_openai_app({"llm_config": _dp_config(data_parallel_size=2)})
     assert app is not None
+
+
+def test_a_two_node_ci_run_is_a_gang_two_a2_nodes_hold_and_one_does_not(no_ray: None) -> None:
+    # serve_model.py's recipe of vLLM-Ascend's Kimi-K2.5 A2 dual-node config: DP2 x TP8.
+    run = find_run("Kimi-K2_5-W4A8-A2-dual-nodes", SERVE_LLM_RELEASE.tag)
+    request = placement_request(LLMConfig(**recipe_for(run, "/models/Kimi").llm_config))
+    assert request is not None and (request.data_parallel_size, request.strategy) == (2, "PACK")
+    assert infeasibility(request, [_node(A2), _node(A2)]) is None
+    problem = infeasibility(request, [_node(A2)])
+    assert problem is not None and f"{NPU_RESOURCE}: 16" in problem

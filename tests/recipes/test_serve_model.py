@@ -55,3 +55,23 @@ def test_bad_input_gets_the_fix_not_a_traceback() -> None:
     assert (
         "set MODEL_PATH to the directory of vllm-ascend/Qwen3-32B-W8A8's weights" in no_path.stderr
     )
+
+
+def test_a_multi_node_run_is_listed_with_its_nodes_and_shown_as_a_data_parallel_gang() -> None:
+    listed = _run("--list", model_path=None).stdout.splitlines()
+    assert "Kimi-K2_5-W4A8-A2-dual-nodes: Eco-Tech/Kimi-K2.5-W4A8, 16 NPUs on 2 nodes" in listed
+    shown = _run("--show", "Kimi-K2_5-W4A8-A2-dual-nodes")
+    assert shown.returncode == 0, shown.stderr
+    engine = json.loads(shown.stdout)["engine_kwargs"]
+    assert (engine["data_parallel_size"], engine["tensor_parallel_size"]) == (2, 8)
+    # Each node's own rank, address and port are Ray Serve LLM's to give.
+    assert "serve_model.py: leaves out data_parallel_address: " in shown.stderr
+    assert "data_parallel_size_local" not in engine
+
+
+def test_a_multi_node_config_of_no_one_engine_is_refused_with_why() -> None:
+    refused = _run("Qwen3-235B-disagg-pd", model_path=None)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    where = "Qwen3-235B-disagg-pd (tests/e2e/nightly/multi_node/internal_dp/config/"
+    assert where in refused.stderr
+    assert "separates prefill and decode engines, joined by MooncakeConnectorV1" in refused.stderr

@@ -10,11 +10,12 @@ from ray_serve_npu.model_recipes import (
     SERVE_DOES,
     engine_settings,
     find_run,
+    not_built_because,
     recipe_for,
     run_key,
 )
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
-from ray_serve_npu.releases.nightly import nightly_runs
+from ray_serve_npu.releases.nightly import nightly_runs, set_aside_configs
 from ray_serve_npu.vllm_flags import stored_flags
 
 TAG = SERVE_LLM_RELEASE.tag
@@ -116,3 +117,39 @@ def test_an_unknown_run_names_the_close_ones_and_how_to_list_them() -> None:
 def test_every_name_the_models_table_shows_finds_its_run() -> None:
     # docs/_ext/nightly_runs.py shows run_key(run); serve_model.py takes that name.
     assert all(find_run(run_key(run), TAG) is run for run in RUNS) and len(RUNS) > 30
+
+
+def test_a_multi_node_run_is_one_data_parallel_gang_with_each_nodes_own_words_left_out() -> None:
+    run = find_run("Kimi-K2_5-W4A8-A2-dual-nodes", TAG)
+    assert (run.nodes, run.node_kinds, run.npus) == (2, ("A2",), 16)
+    assert len(run.other_nodes_argv) == 1 and "--headless" in run.other_nodes_argv[0]
+    recipe = recipe_for(run, "/models/Kimi-K2.5-W4A8")
+    engine = recipe.llm_config["engine_kwargs"]
+    assert recipe.data_parallel
+    assert (engine["data_parallel_size"], engine["tensor_parallel_size"]) == (2, 8)
+    dropped = {d.name: d.why for d in recipe.dropped}
+    for key in ("data_parallel_size_local", "data_parallel_address", "data_parallel_rpc_port"):
+        assert key not in engine and dropped[key] == SERVE_DOES[key]
+
+
+@pytest.mark.parametrize(
+    ("tag", "name", "why"),
+    [
+        (TAG, "Qwen3-235B-disagg-pd", "separates prefill and decode engines, joined by "),
+        (TAG, "GLM5_1-W8A8-EP-external", "each data-parallel rank a `vllm serve` of its own"),
+        (
+            "v0.26.0rc1",
+            "GLM-5.1-W8A8C8-A3_128k_90_50",
+            "its nodes set gpu_memory_utilization each their own way",
+        ),
+    ],
+)
+def test_a_multi_node_config_of_no_one_engine_names_why_it_has_no_recipe(
+    tag: str, name: str, why: str
+) -> None:
+    with pytest.raises(LookupError) as error:
+        find_run(name, tag)
+    assert f"{name} (tests/e2e/nightly/multi_node/" in str(error.value)
+    assert "has no Ray Serve LLM recipe: " in str(error.value) and why in str(error.value)
+    (config,) = [c for c in set_aside_configs(tag) if c.name == name]
+    assert why in not_built_because(config)

@@ -1,14 +1,26 @@
-"""vLLM-Ascend's nightly single-node CI runs, read at each release as its vLLM reads them."""
+"""vLLM-Ascend's nightly CI runs, read at each release as its vLLM reads them: each
+single-node case, each multi-node config of one engine, and the multi-node configs set
+aside with what they run."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
 
+from ray_serve_npu import hardware
 from ray_serve_npu.check.rules import available_releases
 from ray_serve_npu.releases import RELEASES, nightly
-from ray_serve_npu.releases.nightly import NIGHTLY_DIR, SCHEDULE_FILE, nightly_runs, schedule
+from ray_serve_npu.releases.nightly import (
+    NIGHTLY_DIR,
+    SCHEDULE_FILE,
+    nightly_runs,
+    schedule,
+    set_aside_configs,
+    stored_path,
+)
 
 
 def test_every_release_with_rules_has_its_runs_stored() -> None:
@@ -20,8 +32,21 @@ def test_each_run_is_read_with_its_source_line(tag: str) -> None:
     runs = nightly_runs(tag)
     assert len(runs) >= 30
     for run in runs:
-        text = (NIGHTLY_DIR / tag / run.path.rsplit("/", 1)[1]).read_text().splitlines()
-        assert run.name in text[run.line - 1], (run.path, run.line)
+        text = stored_path(tag, run.path).read_text().splitlines()
+        if run.nodes == 1:
+            assert run.name in text[run.line - 1], (run.path, run.line)
+        else:
+            # A multi-node run is read from its first node's command.
+            assert text[run.line - 1].strip() == "server_cmd: >", (run.path, run.line)
+            assert shlex.split(text[run.line]) == ["vllm", "serve", run.model], run.path
+    assert sum(run.nodes > 1 for run in runs) >= 7
+    for config in set_aside_configs(tag):
+        assert (
+            stored_path(tag, config.path)
+            .read_text()
+            .splitlines()[config.line - 1]
+            .startswith("test_name:")
+        )
 
 
 def test_the_deepseek_v4_flash_run_is_the_tutorials_a3_run() -> None:
@@ -62,7 +87,13 @@ def test_the_schedule_agrees_with_each_runs_name_and_runner(tag: str) -> None:
     for run in runs:
         for entry in run.schedule:
             assert run.node_kind in (None, entry.node_kind), (run.name, entry)
-            assert run.npus <= entry.devices, (run.name, entry)
+            assert entry.nodes == run.nodes, (run.name, entry)
+            if entry.devices is not None:
+                assert run.npus <= entry.devices, (run.name, entry)
+            else:
+                # A multi-node entry names no runner: the run fits its nodes' NPUs.
+                per_node = hardware.NODE_KINDS[entry.node_kind].devices_per_node
+                assert run.npus <= per_node * run.nodes, (run.name, entry)
     # From v0.23.0 the release keeps its schedule, and it runs most configs.
     scheduled = [run for run in runs if run.schedule]
     assert len(scheduled) >= len(runs) - 5 if tag != "v0.22.1rc1" else scheduled == []
@@ -90,3 +121,69 @@ def test_a_schedule_section_of_no_known_node_kind_is_refused(
     monkeypatch.setattr(nightly, "NIGHTLY_DIR", tmp_path)
     with pytest.raises(ValueError, match=r"nightly_config.yaml:1: the schedule has a section 'a9'"):
         schedule.__wrapped__("v9.9.9")
+
+
+_TWO_NODES = """\
+test_name: "two nodes"
+model: "org/Model"
+num_nodes: 2
+npu_per_node: 8
+deployment:
+  - envs: {{SERVER_PORT: 8080}}
+    server_cmd: >
+      vllm serve org/Model --port $SERVER_PORT --data-parallel-size 2
+      --data-parallel-size-local 1 --data-parallel-address $LOCAL_IP
+      --tensor-parallel-size 8 --max-model-len 4096
+  - envs: {{SERVER_PORT: 8080}}
+    server_cmd: >
+      vllm serve org/Model --headless --data-parallel-size 2 --data-parallel-start-rank 1
+      --data-parallel-size-local 1 --data-parallel-address $MASTER_IP
+      --tensor-parallel-size 8 --max-model-len {second_len}
+benchmarks: {{}}
+"""
+
+
+def _plant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, text: str) -> None:
+    """A release folder holding one multi-node config, read as the pinned tag's."""
+    config = tmp_path / "v0.25.1rc1" / folder / "Planted.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(text)
+    monkeypatch.setattr(nightly, "NIGHTLY_DIR", tmp_path)
+
+
+def test_nodes_that_differ_only_in_their_own_rank_are_one_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plant(tmp_path, monkeypatch, nightly.INTERNAL_DP_DIR, _TWO_NODES.format(second_len=4096))
+    (run,), set_aside = nightly._read.__wrapped__("v0.25.1rc1")
+    assert (run.name, run.nodes, run.npus, run.max_model_len) == ("Planted", 2, 16, 4096)
+    assert "8080" in run.argv and set_aside == ()
+
+
+def test_nodes_that_differ_in_an_engine_setting_are_set_aside_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plant(tmp_path, monkeypatch, nightly.INTERNAL_DP_DIR, _TWO_NODES.format(second_len=8192))
+    runs, (config,) = nightly._read.__wrapped__("v0.25.1rc1")
+    assert runs == ()
+    assert (config.layout, config.differ, config.line) == ("nodes_differ", ("max_model_len",), 1)
+
+
+def test_an_external_config_the_reader_cannot_lay_out_is_refused_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = 'test_name: "x"\nmodel: "org/Model"\nnum_nodes: 2\nrouting:\n  type: "round_robin"\n'
+    _plant(tmp_path, monkeypatch, nightly.EXTERNAL_DP_DIR, text)
+    with pytest.raises(ValueError, match=r"external_dp/config/Planted.yaml:5: an external"):
+        nightly._read.__wrapped__("v0.25.1rc1")
+
+
+def test_the_folders_readme_counts_each_releases_single_node_files() -> None:
+    rows = re.findall(
+        r"^\| `(v[^`]+)` \| .* \| (\d+) \|$", (NIGHTLY_DIR / "README.md").read_text(), re.M
+    )
+    assert {tag: int(n) for tag, n in rows} == {
+        folder.name: len(list(folder.glob("*.yaml")))
+        for folder in NIGHTLY_DIR.iterdir()
+        if folder.is_dir()
+    }

@@ -1,19 +1,24 @@
-"""The single-node runs of vLLM-Ascend's nightly hardware CI at each release, as data.
+"""The runs of vLLM-Ascend's nightly hardware CI at each release, as data.
 
 ``nightly/<tag>/*.yaml`` are vLLM-Ascend's own
-``tests/e2e/nightly/single_node/models/configs/*.yaml`` at that release, copied
-unchanged (``nightly/README.md`` says from where). Each test case of one is a run: a
-model, its environment and the words after ``vllm serve MODEL``, which this module reads
-as that release's vLLM reads them (:mod:`ray_serve_npu.vllm_flags`), with the file and
-line it comes from.
+``tests/e2e/nightly/single_node/models/configs/*.yaml`` at that release, and
+``nightly/<tag>/multi_node/`` its ``tests/e2e/nightly/multi_node/*/config/*.yaml``,
+copied unchanged (``nightly/README.md`` says from where). Each single-node test case is
+a run: a model, its environment and the words after ``vllm serve MODEL``, which this
+module reads as that release's vLLM reads them (:mod:`ray_serve_npu.vllm_flags`), with
+the file and line it comes from. A multi-node config of one engine whose data-parallel
+ranks span its nodes is a run too, read from its first node's command. The other
+multi-node configs (prefill/decode separation, external data parallelism) are set
+aside, each with what it runs, so that a reader sees them listed, not dropped.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel
@@ -23,8 +28,19 @@ from ray_serve_npu.vllm_flags import read_flags, stored_flags
 
 #: Where the copies live, one folder per release tag.
 NIGHTLY_DIR = DATA_DIR / "nightly"
-#: Where the files are in vLLM-Ascend's repository.
+#: Where the files are in vLLM-Ascend's repository: the single-node configs, and the
+#: folder whose tree ``nightly/<tag>/multi_node/`` copies.
 UPSTREAM_DIR = "tests/e2e/nightly/single_node/models/configs"
+UPSTREAM_NIGHTLY = "tests/e2e/nightly"
+#: The multi-node configs of one engine over several nodes, and of one server per rank.
+INTERNAL_DP_DIR = "multi_node/internal_dp/config"
+EXTERNAL_DP_DIR = "multi_node/external_dp/config"
+#: Engine settings each node of a multi-node run sets for itself: its data-parallel
+#: ranks and where they meet, and whether it serves the API. A config whose nodes
+#: differ in anything else is set aside: one LLMConfig sets every rank alike.
+PER_NODE_SETTINGS = frozenset(
+    {"headless", "data_parallel_start_rank", "data_parallel_address", "port", "host"}
+)
 #: The CI fills a port whose value is DEFAULT_PORT with a free one
 #: (tests/e2e/nightly/single_node/models/scripts/GUIDE_AND_TEMPLATE.md:157 at v0.25.1rc1).
 A_FREE_PORT = "8000"
@@ -36,9 +52,10 @@ SCHEDULE_FILE = Path("schedule") / "nightly_config.yaml"
 _SCHEDULE_NODE_KINDS = {"a2": "A2", "a3": "A3", "a3-560t": "A3"}
 #: Sections of the schedule that name no node kind this project serves, and why.
 _SCHEDULE_NOT_SERVED = {"310p": "Atlas 300I Duo inference cards, which this project does not serve"}
-#: A node kind's sections whose configs run on one node; the others list multi-node
-#: configs, which live in another folder, and accuracy groups.
+#: A node kind's sections whose configs run on one node, and those whose configs run on
+#: several (each entry's ``size``); the others list accuracy groups.
 _ONE_NODE_SECTIONS = ("single_node", "multi_card")
+_MULTI_NODE_SECTIONS = ("multi_node", "double_node")
 #: The devices in a runner's label: ``linux-aarch64-a2b3-4``,
 #: ``linux-aarch64-nightly-a3-16``, ``linux-aarch64-a3-16-cn12-001``.
 _RUNNER_DEVICES = re.compile(r"-(?:a2b3|a3)-(\d+)(?:-|$)")
@@ -55,9 +72,12 @@ class Scheduled(BaseModel):
     node_kind: str
     #: The schedule's section: ``a2``, ``a3`` or ``a3-560t``.
     section: str
-    runner: str
-    #: The NPUs the runner's label gives.
-    devices: int
+    #: The runner's label; None for a multi-node entry, which names its nodes' count.
+    runner: str | None
+    #: The NPUs the runner's label gives; None for a multi-node entry.
+    devices: int | None
+    #: The nodes the entry runs the config on.
+    nodes: int = 1
     #: The line of the config's entry in the schedule.
     line: int
 
@@ -89,6 +109,11 @@ class NightlyRun(BaseModel):
     #: Where the release's schedule runs the run's config; empty where it doesn't, or
     #: where the release keeps no schedule.
     schedule: tuple[Scheduled, ...] = ()
+    #: The nodes the run spans: 1, or a multi-node config's ``num_nodes``.
+    nodes: int = 1
+    #: The words of each further node (``--headless``, its own start rank), for checks
+    #: that read every command line the CI runs.
+    other_nodes_argv: tuple[tuple[str, ...], ...] = ()
 
     @property
     def node_kinds(self) -> tuple[str, ...]:
@@ -99,14 +124,50 @@ class NightlyRun(BaseModel):
 
     @property
     def npus(self) -> int:
-        """The NPUs the run's engine uses: tensor × data × pipeline parallel."""
+        """The NPUs the run's engine uses on all its nodes: tensor × data × pipeline
+        parallel."""
         return self.tensor_parallel * self.data_parallel * self.pipeline_parallel
 
 
+class SetAside(BaseModel):
+    """A multi-node config of the nightly CI that is not one engine: listed with what
+    it runs, so that a reader sees why no recipe is built from it."""
+
+    release: str
+    #: The file's path in vLLM-Ascend's repository, and the line of its test name.
+    path: str
+    line: int
+    #: The file's name without ``.yaml``.
+    name: str
+    model: str
+    nodes: int
+    #: ``prefill_decode``: prefill and decode engines joined by a KV-cache connector
+    #: (``connector`` names it); ``nodes_differ``: one engine whose nodes set the
+    #: settings ``differ`` names each their own way.
+    layout: Literal["prefill_decode", "nodes_differ"]
+    #: One ``vllm serve`` per data-parallel rank behind the CI's proxy (``external_dp``).
+    external: bool = False
+    connector: str | None = None
+    differ: tuple[str, ...] = ()
+
+
+#: A variable the CI fills in a command from the node's environment: ``$NAME`` or
+#: ``${NAME}`` (multi_node/internal_dp/scripts/multi_node_config.py:209-217 at v0.25.1rc1).
+_VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
+
+
+def _envs(raw: dict[str, Any]) -> dict[str, str]:
+    return {k: A_FREE_PORT if v == "DEFAULT_PORT" else str(v) for k, v in raw.items()}
+
+
+def _fill(words: list[str], envs: dict[str, str]) -> list[str]:
+    """``words`` with each variable the environment sets filled in; the others (the
+    node's IP addresses, which the CI learns at run time) left as written."""
+    return [_VARIABLE.sub(lambda m: envs.get(m[1] or m[2], m[0]), str(word)) for word in words]
+
+
 def _argv(case: dict[str, Any]) -> list[str]:
-    envs = {k: A_FREE_PORT if v == "DEFAULT_PORT" else str(v) for k, v in case["envs"].items()}
-    words = [str(w) for w in [*case["server_cmd"], *case.get("server_cmd_extra", [])]]
-    return [re.sub(r"\$(\w+)", lambda m: envs.get(m[1], m[0]), word) for word in words]
+    return _fill([*case["server_cmd"], *case.get("server_cmd_extra", [])], _envs(case["envs"]))
 
 
 def _engine(argv: list[str], vllm: str) -> Any:
@@ -115,10 +176,22 @@ def _engine(argv: list[str], vllm: str) -> Any:
     return stored_flags(vllm).parser().parse_args(words)
 
 
+def _mapping(node: yaml.Node | None) -> dict[str, yaml.Node]:
+    return {k.value: v for k, v in node.value} if isinstance(node, yaml.MappingNode) else {}
+
+
+def _load(path: Path) -> tuple[Any, dict[str, yaml.Node]]:
+    """A config as vLLM-Ascend's runner reads it (PyYAML: the files repeat ``<<`` in one
+    mapping, which YAML 1.2 readers refuse), and its top-level nodes, for their lines."""
+    text = path.read_text(encoding="utf-8")
+    return yaml.load(text, Loader=_SAFE_LOADER), _mapping(yaml.compose(text, Loader=_SAFE_LOADER))
+
+
 @cache
 def schedule(tag: str) -> dict[str, tuple[Scheduled, ...]]:
-    """Where the release's nightly CI runs each single-node config, by the config's file
-    name; empty where the release keeps no schedule (before v0.23.0 it had none)."""
+    """Where the release's nightly CI runs each config, by the config's file name, on one
+    node or several; empty where the release keeps no schedule (before v0.23.0 it had
+    none)."""
     path = NIGHTLY_DIR / tag / SCHEDULE_FILE
     if not path.is_file():
         return {}
@@ -135,41 +208,60 @@ def schedule(tag: str) -> dict[str, tuple[Scheduled, ...]]:
                 "_SCHEDULE_NOT_SERVED in ray_serve_npu/releases/nightly.py, with why"
             )
         for kind_key, body in sections.value:
-            if kind_key.value not in _ONE_NODE_SECTIONS:
+            if kind_key.value not in (*_ONE_NODE_SECTIONS, *_MULTI_NODE_SECTIONS):
                 continue
-            (configs,) = [v for k, v in body.value if k.value == "test_config"]
-            for entry in configs.value:
+            for entry in _mapping(body)["test_config"].value:
                 fields = {k.value: v.value for k, v in entry.value}
                 if "config_file_path" not in fields:
                     continue  # a pytest file, not a config
-                devices = _RUNNER_DEVICES.search(fields["os"])
-                if devices is None:
+                where = f"{path}:{entry.start_mark.line + 1}"
+                if kind_key.value in _MULTI_NODE_SECTIONS:
+                    runner, devices, nodes = None, None, int(fields["size"])
+                elif (label := _RUNNER_DEVICES.search(fields["os"])) is None:
                     raise ValueError(
-                        f"{path}:{entry.start_mark.line + 1}: runner {fields['os']!r} names "
-                        "no device count; extend _RUNNER_DEVICES in nightly.py"
+                        f"{where}: runner {fields['os']!r} names no device count; extend "
+                        "_RUNNER_DEVICES in nightly.py"
                     )
+                else:
+                    runner, devices, nodes = fields["os"], int(label[1]), 1
                 found.setdefault(fields["config_file_path"], []).append(
                     Scheduled(
                         node_kind=_SCHEDULE_NODE_KINDS[section],
                         section=section,
-                        runner=fields["os"],
-                        devices=int(devices[1]),
+                        runner=runner,
+                        devices=devices,
+                        nodes=nodes,
                         line=entry.start_mark.line + 1,
                     )
                 )
     return {name: tuple(entries) for name, entries in found.items()}
 
 
-def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
-    argv = _argv(case)
+def _scheduled(tag: str, file_name: str, nodes: int) -> tuple[Scheduled, ...]:
+    """The schedule's entries for a config of ``nodes`` nodes: a single-node and a
+    multi-node config may share a file name."""
+    return tuple(e for e in schedule(tag).get(file_name, ()) if (e.nodes > 1) == (nodes > 1))
+
+
+def _run(
+    tag: str,
+    path: str,
+    name: str,
+    case: dict[str, Any],
+    argv: list[str],
+    line: int,
+    nodes: int = 1,
+    other_nodes_argv: tuple[tuple[str, ...], ...] = (),
+) -> NightlyRun:
     engine = _engine(argv, release(tag).vllm)
-    named = _NODE_KIND.search(path.stem) or _NODE_KIND.search(case["name"])
+    file_name = path.rsplit("/", 1)[1]
+    named = _NODE_KIND.search(file_name.removesuffix(".yaml")) or _NODE_KIND.search(name)
     speculative = engine.speculative_config or {}
     return NightlyRun(
         release=tag,
-        path=f"{UPSTREAM_DIR}/{path.name}",
+        path=path,
         line=line,
-        name=case["name"],
+        name=name,
         model=case["model"],
         node_kind=named[1].upper() if named else None,
         envs={k: str(v) for k, v in case["envs"].items()},
@@ -182,27 +274,154 @@ def _run(tag: str, path: Path, case: dict[str, Any], line: int) -> NightlyRun:
         quantization=engine.quantization,
         speculative_method=speculative.get("method"),
         speculative_tokens=speculative.get("num_speculative_tokens"),
-        schedule=schedule(tag).get(path.name, ()),
+        schedule=_scheduled(tag, file_name, nodes),
+        nodes=nodes,
+        other_nodes_argv=other_nodes_argv,
     )
 
 
-@cache
-def nightly_runs(tag: str) -> tuple[NightlyRun, ...]:
-    """Every ``vllm serve`` run of the release's nightly single-node CI, file by file."""
+def _single_node_runs(tag: str, folder: Path) -> list[NightlyRun]:
+    runs = []
+    for path in sorted(folder.glob("*.yaml")):
+        config, root = _load(path)
+        for case, node in zip(config["test_cases"], root["test_cases"].value, strict=True):
+            if case.get("service_mode", "openai") == "openai":
+                line = node.start_mark.line + 1
+                upstream = f"{UPSTREAM_DIR}/{path.name}"
+                runs.append(_run(tag, upstream, case["name"], case, _argv(case), line))
+    return runs
+
+
+def _node_words(deployment: dict[str, Any], where: str) -> tuple[dict[str, str], list[str]]:
+    """A node's environment and the words after ``vllm serve MODEL`` in its command,
+    split as the CI splits it (internal_dp/scripts/test_multi_node.py:44-51 at
+    v0.25.1rc1)."""
+    envs = _envs(deployment.get("envs") or {})
+    words = _fill(shlex.split(deployment["server_cmd"]), envs)
+    if words[:2] != ["vllm", "serve"] or len(words) < 3:
+        raise ValueError(f"{where}: the node's command does not start `vllm serve MODEL`")
+    return envs, words[3:]
+
+
+def _differences(vllm: Any, nodes: list[tuple[dict[str, str], list[str]]]) -> tuple[str, ...]:
+    """The engine settings and variables some node sets unlike the first, less those each
+    node sets for itself (PER_NODE_SETTINGS)."""
+    envs, argv = nodes[0]
+    head = {k: v for k, v in vllm.given(argv).items() if k not in PER_NODE_SETTINGS}
+    differ: set[str] = set()
+    for other_envs, other in nodes[1:]:
+        given = {k: v for k, v in vllm.given(other).items() if k not in PER_NODE_SETTINGS}
+        differ |= {k for k in head.keys() | given.keys() if head.get(k) != given.get(k)}
+        differ |= {k for k in envs.keys() | other_envs.keys() if envs.get(k) != other_envs.get(k)}
+    return tuple(sorted(differ))
+
+
+def _multi_node_runs(tag: str, folder: Path) -> tuple[list[NightlyRun], list[SetAside]]:
+    """The runs of the internal data-parallel configs, and the configs set aside."""
+    runs, set_aside = [], []
+    vllm = stored_flags(release(tag).vllm)
+    for path in sorted((folder / INTERNAL_DP_DIR).glob("*.yaml")):
+        config, root = _load(path)
+        upstream = f"{UPSTREAM_NIGHTLY}/{INTERNAL_DP_DIR}/{path.name}"
+        entries = root["deployment"].value
+        nodes = [
+            _node_words(d, f"{upstream}:{n.start_mark.line + 1}")
+            for d, n in zip(config["deployment"], entries, strict=True)
+        ]
+        if (config.get("disaggregated_prefill") or {}).get("enabled"):
+            set_aside.append(_set_aside(tag, upstream, config, root, "prefill_decode", nodes[0][1]))
+            continue
+        envs, argv = nodes[0]
+        differ = _differences(vllm, nodes)
+        if differ:
+            set_aside.append(
+                _set_aside(tag, upstream, config, root, "nodes_differ", argv, differ=differ)
+            )
+            continue
+        case = {"model": config["model"], "envs": envs}
+        # The line of the first node's command, which the run is read from.
+        line = _mapping(entries[0])["server_cmd"].start_mark.line + 1
+        others = tuple(tuple(words) for _, words in nodes[1:])
+        runs.append(_run(tag, upstream, path.stem, case, argv, line, len(nodes), others))
+    for path in sorted((folder / EXTERNAL_DP_DIR).glob("*.yaml")):
+        config, root = _load(path)
+        upstream = f"{UPSTREAM_NIGHTLY}/{EXTERNAL_DP_DIR}/{path.name}"
+        if (config.get("routing") or {}).get("type") != "disaggregated_prefill":
+            routing = (
+                _mapping(root.get("routing")).get("type", root["test_name"]).start_mark.line + 1
+            )
+            raise ValueError(
+                f"{upstream}:{routing}: an external data-parallel "
+                "config without prefill/decode routing; teach ray_serve_npu/releases/"
+                "nightly.py to read its ranks' layout"
+            )
+        words = [str(w) for w in config["templates"][0]["server_cmd_template"]]
+        set_aside.append(
+            _set_aside(tag, upstream, config, root, "prefill_decode", words, external=True)
+        )
+    return runs, set_aside
+
+
+def _set_aside(
+    tag: str,
+    upstream: str,
+    config: dict[str, Any],
+    root: dict[str, yaml.Node],
+    layout: Literal["prefill_decode", "nodes_differ"],
+    first_node_words: list[str],
+    *,
+    external: bool = False,
+    differ: tuple[str, ...] = (),
+) -> SetAside:
+    connector = None
+    for flag in read_flags(first_node_words):
+        if flag.name == "--kv-transfer-config":
+            # Only this flag: an external config's other words hold the CI's templates.
+            given = stored_flags(release(tag).vllm).given(flag.argv())
+            connector = (given["kv_transfer_config"] or {}).get("kv_connector")
+    return SetAside(
+        release=tag,
+        path=upstream,
+        line=root["test_name"].start_mark.line + 1,
+        name=upstream.rsplit("/", 1)[1].removesuffix(".yaml"),
+        model=config["model"],
+        nodes=int(config["num_nodes"]),
+        layout=layout,
+        external=external,
+        connector=connector,
+        differ=differ,
+    )
+
+
+def stored_path(tag: str, upstream_path: str) -> Path:
+    """Where the package keeps its copy of the file at ``upstream_path`` in vLLM-Ascend's
+    repository at ``tag``."""
+    if upstream_path.startswith(f"{UPSTREAM_DIR}/"):
+        return NIGHTLY_DIR / tag / upstream_path.rsplit("/", 1)[1]
+    return NIGHTLY_DIR / tag / upstream_path.removeprefix(f"{UPSTREAM_NIGHTLY}/")
+
+
+def _folder(tag: str) -> Path:
     folder = NIGHTLY_DIR / tag
     if not folder.is_dir():
         held = ", ".join(sorted(p.name for p in NIGHTLY_DIR.iterdir() if p.is_dir()))
         raise LookupError(f"no nightly CI configs are stored for {tag}; they are for {held}")
-    runs = []
-    for path in sorted(folder.glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        # PyYAML, as vLLM-Ascend's runner reads them: the files repeat `<<` in one
-        # mapping, which YAML 1.2 readers refuse.
-        cases = yaml.load(text, Loader=_SAFE_LOADER)["test_cases"]
-        (case_nodes,) = [
-            v for k, v in yaml.compose(text, Loader=_SAFE_LOADER).value if k.value == "test_cases"
-        ]
-        for case, node in zip(cases, case_nodes.value, strict=True):
-            if case.get("service_mode", "openai") == "openai":
-                runs.append(_run(tag, path, case, node.start_mark.line + 1))
-    return tuple(runs)
+    return folder
+
+
+@cache
+def _read(tag: str) -> tuple[tuple[NightlyRun, ...], tuple[SetAside, ...]]:
+    folder = _folder(tag)
+    multi_node, set_aside = _multi_node_runs(tag, folder)
+    return (*_single_node_runs(tag, folder), *multi_node), tuple(set_aside)
+
+
+def nightly_runs(tag: str) -> tuple[NightlyRun, ...]:
+    """Every run of one engine in the release's nightly CI: each single-node ``vllm
+    serve`` case, file by file, then each multi-node config of one engine."""
+    return _read(tag)[0]
+
+
+def set_aside_configs(tag: str) -> tuple[SetAside, ...]:
+    """The release's multi-node configs that are not one engine, with what each runs."""
+    return _read(tag)[1]
