@@ -95,6 +95,9 @@ class Deployment(BaseModel):
     mounts: list[Mount] = Field(default_factory=list)
     # LLMConfig values the checker could not read without running the recipe: why, and where.
     unread: list[Setting] = Field(default_factory=list)
+    # `vllm serve` flags whose value the shell fills when the command runs (`--port $PORT`),
+    # written as they are: the checker cannot judge the value against the flag's type.
+    shell_values: list[Setting] = Field(default_factory=list)
     # Which of a file's configs this is, where one line builds many (a run of
     # vLLM-Ascend's CI that recipes/serve_model.py serves): findings name it.
     label: str | None = None

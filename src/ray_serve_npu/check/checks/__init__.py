@@ -11,6 +11,7 @@ from ray_serve_npu.check.checks.engine import (
     check_env_var,
     check_interlock,
     check_no_effect_for_model,
+    check_shell_values,
     check_unread_values,
     check_value_type,
     check_vllm_flags,
@@ -61,6 +62,7 @@ CHECKS: dict[str, Check] = {
     "secrets": check_secrets,
     "writable_host_mount": check_writable_host_mount,
     "unread_values": check_unread_values,
+    "shell_values": check_shell_values,
     "model_run_npus": check_model_run_npus,
     "model_run_settings": check_model_run_settings,
 }

@@ -168,6 +168,14 @@ def check_capture_sizes(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     return findings
 
 
+def check_shell_values(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    return [
+        finding(rule, dep, setting.line, f"`{setting.value}`: " + rule.what)
+        for dep in parsed.deployments
+        for setting in dep.shell_values
+    ]
+
+
 def check_unread_values(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
     return [
         finding(rule, dep, setting.line, f"{setting.value}: " + rule.what)

@@ -19,8 +19,9 @@ from ray_serve_npu.check.rules import Rule, RuleSet
 
 def _runs_of(dep: Deployment, rules: RuleSet) -> tuple[ModelRun, ...]:
     # A value the checker could not read may be any of the settings compared here; the
-    # recipe-value-unread error already says the deployment is not checked.
-    if dep.model is None or not isinstance(dep.model.value, str) or dep.unread:
+    # recipe-value-unread error or shell-value-unread warning already says so.
+    unread = dep.unread or dep.shell_values
+    if dep.model is None or not isinstance(dep.model.value, str) or unread:
         return ()
     return runs_by_model(rules.release).get(model_key(dep.model.value), ())
 
