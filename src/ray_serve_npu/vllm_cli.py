@@ -55,6 +55,59 @@ class VLLMServe:
         return iter(self.options)
 
 
+#: The most lines one quoted word may span (``--additional-config '{`` ... ``}'``); a quote
+#: still open after as many is read as an unbalanced one, word by word.
+QUOTED_LINES_MAX = 64
+
+
+def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int] | None:
+    """The words of the lines from ``start`` on, as far as a quote opened there runs,
+    and how many lines they take; None where no quote closes."""
+    for end in range(start + 1, min(start + QUOTED_LINES_MAX, len(physical))):
+        joined = "\n".join(line.strip() for line in physical[start : end + 1])
+        body = joined[:-1] if joined.endswith("\\") else joined
+        try:
+            return shlex.split(body, comments=True), end + 1 - start
+        except ValueError:
+            continue
+    return None
+
+
+def shell_commands(text: str, first_line: int = 1) -> list[tuple[list[tuple[str, int]], int]]:
+    """The commands of a shell script as the shell splits them, each with its first line:
+    backslash continuations joined, a quoted word that runs over several lines read whole,
+    comments left out. Each word comes with the line it starts on; a line whose quote
+    never closes is split at its blanks."""
+    commands: list[tuple[list[tuple[str, int]], int]] = []
+    words: list[tuple[str, int]] = []
+    start = first_line
+    physical = text.splitlines()
+    index = 0
+    while index < len(physical):
+        number = first_line + index
+        stripped = physical[index].strip()
+        if not words:
+            start = number
+        if stripped.startswith("#") and not words:
+            index += 1
+            continue
+        body = stripped[:-1] if stripped.endswith("\\") else stripped
+        taken = 1
+        try:
+            split = shlex.split(body, comments=True)
+        except ValueError:
+            span = _quoted_span(physical, index)
+            split, taken = span if span else (body.split(), 1)
+        words.extend((word, number) for word in split)
+        index += taken
+        if not physical[index - 1].strip().endswith("\\") and words:
+            commands.append((words, start))
+            words = []
+    if words:
+        commands.append((words, start))
+    return commands
+
+
 def engine_flag(key: str) -> str:
     """vLLM's flag for an engine keyword: ``max_model_len`` -> ``--max-model-len``."""
     return "--" + key.replace("_", "-")

@@ -59,7 +59,9 @@ def test_a_warning_admonition_of_mkdocs_counts_as_the_pages_warning(tmp_path: Pa
     dashboard = "```bash\nray start --head --dashboard-host=0.0.0.0\n```\n"
     assert ("ray-bound-to-all-interfaces", 2) in _found(_page(tmp_path, dashboard))
     warned = '!!! warning "Exposed"\n\n    The dashboard answers anyone.\n\n' + dashboard
-    assert not {rule for rule, _ in _found(_page(tmp_path, warned))} & {"ray-bound-to-all-interfaces"}
+    assert "ray-bound-to-all-interfaces" not in {
+        rule for rule, _ in _found(_page(tmp_path, warned))
+    }
 
 
 def test_quoted_json_over_several_lines_is_read_whole(tmp_path: Path) -> None:

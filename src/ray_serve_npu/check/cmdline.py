@@ -4,12 +4,12 @@ in a Dockerfile also ``FROM`` (the image, with ``ARG`` defaults substituted) and
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import PurePath
 
 from ray_serve_npu.check.arguments import apply_serve_argv
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.mounts import docker_mount, short_syntax
+from ray_serve_npu.vllm_cli import shell_commands
 
 _SEPARATORS = {"&&", "||", ";", "|", "&"}
 # docker run options that take a value (the ones recipes and guides use).
@@ -42,56 +42,13 @@ _DOCKER_VALUE_OPTIONS = {
 }
 
 
-#: The most lines one quoted word may span (``--additional-config '{`` ... ``}'``); a quote
-#: still open after as many is read as an unbalanced one, word by word.
-_QUOTED_LINES_MAX = 64
-
-
-def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int] | None:
-    """The words of the lines from ``start`` on, as far as a quote opened there runs,
-    and how many lines they take; None where no quote is open or none closes."""
-    for end in range(start + 1, min(start + _QUOTED_LINES_MAX, len(physical))):
-        joined = "\n".join(line.strip() for line in physical[start : end + 1])
-        body = joined[:-1] if joined.endswith("\\") else joined
-        try:
-            return shlex.split(body, comments=True), end + 1 - start
-        except ValueError:
-            continue
-    return None
-
-
 def logical_lines(text: str, first_line: int = 1) -> list[tuple[list[Setting], int]]:
-    """Commands with backslash continuations joined, and quoted words that run over
-    several lines read whole; each token keeps the physical line it starts on."""
-    commands: list[tuple[list[Setting], int]] = []
-    tokens: list[Setting] = []
-    start = first_line
-    physical = text.splitlines()
-    index = 0
-    while index < len(physical):
-        number = first_line + index
-        raw = physical[index]
-        if not tokens:
-            start = number
-        stripped = raw.strip()
-        taken = 1
-        if stripped.startswith("#") and not tokens:
-            index += 1
-            continue
-        body = stripped[:-1] if stripped.endswith("\\") else stripped
-        try:
-            words = shlex.split(body, comments=True)
-        except ValueError:
-            span = _quoted_span(physical, index)
-            words, taken = span if span else (body.split(), 1)
-        tokens.extend(Setting(value=w, line=number) for w in words)
-        index += taken
-        if not physical[index - 1].strip().endswith("\\") and tokens:
-            commands.append((tokens, start))
-            tokens = []
-    if tokens:
-        commands.append((tokens, start))
-    return commands
+    """Commands as the shell splits them (:func:`ray_serve_npu.vllm_cli.shell_commands`);
+    each token keeps the physical line it starts on."""
+    return [
+        ([Setting(value=word, line=line) for word, line in words], start)
+        for words, start in shell_commands(text, first_line)
+    ]
 
 
 def serve_argv(tokens: list[Setting]) -> list[Setting] | None:
