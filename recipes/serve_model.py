@@ -22,7 +22,7 @@ import sys
 
 from ray_serve_npu.model_recipes import ModelRecipe, find_run, recipe_for, run_key
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
-from ray_serve_npu.releases.nightly import nightly_runs
+from ray_serve_npu.releases.runs import serve_runs
 
 
 # __model_start__
@@ -37,7 +37,7 @@ def chosen_recipe() -> ModelRecipe | None:
     args = parser.parse_args()
     tag = SERVE_LLM_RELEASE.tag
     if args.list or not args.run:
-        for run in nightly_runs(tag):
+        for run in serve_runs(tag):
             nodes = f" on {run.nodes} nodes" if run.nodes > 1 else ""
             print(f"{run_key(run)}: {run.model}, {run.npus} NPUs{nodes}")
         return None
@@ -64,10 +64,34 @@ def chosen_recipe() -> ModelRecipe | None:
 # __model_end__
 
 
+def refuse_what_would_not_start(recipe: ModelRecipe) -> None:
+    """Stop before Ray starts anything where the checker says the run's settings stop the
+    engine at start-up (a tutorial's command may pair settings its vLLM refuses)."""
+    try:
+        from ray_serve_npu.check import Severity, check_serve_run
+    except ImportError as missing:
+        print(
+            f"serve_model.py: the run's settings are not checked ({missing.name} is not "
+            "installed): install ray-serve-npu[check] to have them checked first",
+            file=sys.stderr,
+        )
+        return
+    errors = [f for f in check_serve_run(recipe.run) if f.severity is Severity.ERROR]
+    for error in errors:
+        print(f"serve_model.py: {error.rule_id}: {error.message} Fix: {error.fix}", file=sys.stderr)
+    if errors:
+        sys.exit(
+            f"serve_model.py: {run_key(recipe.run)} would stop at start-up as its source "
+            f"writes it; start a recipe of your own from `python serve_model.py --show "
+            f"{run_key(recipe.run)}` and fix what the lines above name"
+        )
+
+
 def main() -> None:
     recipe = chosen_recipe()
     if recipe is None:
         return
+    refuse_what_would_not_start(recipe)
     # __run_start__
     # Imported here: --list and --show need neither Ray nor vLLM.
     from ray import serve

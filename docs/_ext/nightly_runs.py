@@ -23,14 +23,11 @@ from sphinx.util.docutils import SphinxDirective
 from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu import compat
+from ray_serve_npu.check import Severity, check_serve_run
 from ray_serve_npu.model_recipes import run_key
-from ray_serve_npu.releases.nightly import (
-    NIGHTLY_DIR,
-    NightlyRun,
-    SetAside,
-    nightly_runs,
-    set_aside_configs,
-)
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR, ServeRun, SetAside
+from ray_serve_npu.releases.runs import serve_runs, set_aside
+from ray_serve_npu.releases.tutorials import TUTORIALS_DIR
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
@@ -41,16 +38,18 @@ TEXTS: dict[str, dict[str, str]] = {
         "max_model_len": "Max context",
         "quantization": "Quantization",
         "speculative": "Speculative decoding",
-        "source": "Config",
+        "source": "Source",
         "tested": "How tested",
         "served": "served on the fake-NPU tier",
         "checked": "checked, no engine",
+        "refused": "checked: the checker refuses it as written ({rules})",
         "not_named": "not named or scheduled",
         "yes": "yes",
         "no": "no",
         "none": "not set",
         "on_nodes": "on {nodes} nodes",
         "nodes": "Nodes",
+        "not_stated": "not stated",
         "config_model": "Model",
         "why": "Why no recipe",
         "prefill_decode": "Prefill and decode engines of their own, joined by `{connector}`.",
@@ -66,16 +65,18 @@ TEXTS: dict[str, dict[str, str]] = {
         "max_model_len": "最大上下文",
         "quantization": "量化",
         "speculative": "推测解码",
-        "source": "配置",
+        "source": "来源",
         "tested": "测试方式",
         "served": "在模拟 NPU 层上运行服务",
         "checked": "已检查，未启动引擎",
+        "refused": "已检查：检查器拒绝其原样设置（{rules}）",
         "not_named": "未注明，也未排入计划",
         "yes": "是",
         "no": "否",
         "none": "未设置",
         "on_nodes": "分布在 {nodes} 个节点",
         "nodes": "节点数",
+        "not_stated": "未注明",
         "config_model": "模型",
         "why": "为何没有配方",
         "prefill_decode": "预填充与解码各为独立引擎，由 `{connector}` 连接。",
@@ -98,7 +99,7 @@ _COLUMNS = (
 )
 
 
-def _source(run: NightlyRun | SetAside) -> nodes.entry:
+def _source(run: ServeRun | SetAside) -> nodes.entry:
     upstream = UPSTREAMS["vllm-ascend"]
     link = resolve(upstream.role, f"{run.path}@{upstream.version(run.release)}#L{run.line}")
     name = run.path.rsplit("/", 1)[1]
@@ -110,16 +111,39 @@ def _source(run: NightlyRun | SetAside) -> nodes.entry:
     return entry
 
 
-def _speculative(run: NightlyRun) -> str | None:
+def _tested(
+    key: str, words: dict[str, str], served: frozenset[str], refused: dict[str, tuple[str, ...]]
+) -> str:
+    if key in refused:
+        return words["refused"].format(rules=", ".join(f"`{rule}`" for rule in refused[key]))
+    return words["served" if key in served else "checked"]
+
+
+def refused_runs(runs: list[ServeRun]) -> dict[str, tuple[str, ...]]:
+    """The error rules ``ray-serve-npu check`` finds in each run's recipe, by run name;
+    runs without an error are left out."""
+    refused = {}
+    for run in runs:
+        errors = sorted({f.rule_id for f in check_serve_run(run) if f.severity is Severity.ERROR})
+        if errors:
+            refused[run_key(run)] = tuple(errors)
+    return refused
+
+
+def _speculative(run: ServeRun) -> str | None:
     if run.speculative_method is None:
         return None
     return f"`{run.speculative_method}` × {run.speculative_tokens}"
 
 
 def nightly_table(
-    runs: list[NightlyRun], words: dict[str, str], served: frozenset[str]
+    runs: list[ServeRun],
+    words: dict[str, str],
+    served: frozenset[str],
+    refused: dict[str, tuple[str, ...]],
 ) -> nodes.table:
-    """One row per run; "How tested" says served for the runs named in ``served``."""
+    """One row per run; "How tested" says served for the runs named in ``served``, and
+    names the error rules of the runs ``refused`` names."""
     table, body = table_frame(
         "nightly-runs", [words[c] for c in _COLUMNS], (24, 7, 9, 7, 8, 8, 11, 16, 10)
     )
@@ -138,7 +162,7 @@ def nightly_table(
             code_cell(f"`{run.quantization}`" if run.quantization else words["none"]),
             code_cell(_speculative(run) or words["none"]),
             _source(run),
-            code_cell(words["served" if run_key(run) in served else "checked"]),
+            code_cell(_tested(run_key(run), words, served, refused)),
         )
     return table
 
@@ -159,7 +183,7 @@ def set_aside_table(configs: list[SetAside], words: dict[str, str]) -> nodes.tab
             "",
             _source(config),
             code_cell(f"`{config.model}`"),
-            code_cell(str(config.nodes)),
+            code_cell(str(config.nodes) if config.nodes else words["not_stated"]),
             code_cell(_why(config, words)),
         )
     return table
@@ -172,19 +196,19 @@ class NightlyRuns(SphinxDirective):
         tag = self.options.get("release") or compat.VLLM_ASCEND.tag
         try:
             runs = sorted(
-                nightly_runs(tag), key=lambda run: (run.model, run.node_kind or "", run.name)
+                serve_runs(tag), key=lambda run: (run.model, run.node_kind or "", run.name)
             )
         except LookupError as error:
             raise self.error(str(error)) from None
-        for path in sorted((NIGHTLY_DIR / tag).rglob("*.yaml")):
+        for path in [*(NIGHTLY_DIR / tag).rglob("*.yaml"), *(TUTORIALS_DIR / tag).glob("*.md")]:
             self.env.note_dependency(str(path))
         words = edition_texts(TEXTS, self.config.language)
         if "set-aside" in self.options:
-            configs = sorted(set_aside_configs(tag), key=lambda c: (c.model, c.name))
+            configs = sorted(set_aside(tag), key=lambda c: (c.model, c.name))
             return [set_aside_table(configs, words)]
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
         served = frozenset(FAKE_TIER_SERVED_RUNS if tag == compat.VLLM_ASCEND.tag else ())
-        return [nightly_table(runs, words, served)]
+        return [nightly_table(runs, words, served, refused_runs(runs))]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -1,6 +1,6 @@
 """A run of vLLM-Ascend's nightly CI as a Ray Serve LLM recipe.
 
-A run (:class:`~ray_serve_npu.releases.nightly.NightlyRun`) is what vLLM-Ascend's
+A run (:class:`~ray_serve_npu.releases.nightly.ServeRun`) is what vLLM-Ascend's
 hardware CI serves for one model at one release: the ``vllm serve`` words and the
 environment. :func:`recipe_for` turns it into the keyword arguments of Ray Serve LLM's
 ``LLMConfig`` with the ``npu`` kind, reading each flag as that release's vLLM reads it
@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import release
-from ray_serve_npu.releases.nightly import NightlyRun, SetAside, nightly_runs, set_aside_configs
+from ray_serve_npu.releases.nightly import ServeRun, SetAside
+from ray_serve_npu.releases.runs import serve_runs, set_aside
 from ray_serve_npu.vllm_flags import stored_flags
 
 #: Engine settings of a run that Ray Serve LLM's app does itself, with why.
@@ -35,12 +36,18 @@ SERVE_DOES: dict[str, str] = {
     "data_parallel_rpc_port": "Ray Serve LLM gives every rank the port rank 0 picked",
     "headless": "each rank's replica runs its own engine behind Serve's ingress",
 }
-#: Environment variables of the CI's runner, not of the engine.
-CI_ONLY_ENVS: dict[str, str] = {
+#: Environment variables of a run that the recipe leaves out, with why.
+ENVS_LEFT_OUT: dict[str, str] = {
     "SERVER_PORT": "the CI's port for `vllm serve`; Serve's proxy has its own",
+    # ray/_private/accelerators/npu.py, set_current_process_visible_accelerator_ids
+    # (Ray 2.57.1).
+    "ASCEND_RT_VISIBLE_DEVICES": "Ray gives each engine worker its NPUs and sets the "
+    "variable for it",
 }
 #: A variable name a process can read from its environment.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: A shell expansion in a tutorial's ``export`` value: ``$local_ip``, ``${NAME}``.
+_SHELL_VARIABLE = re.compile(r"\$\{?(\w+)")
 
 
 class Dropped(BaseModel):
@@ -54,13 +61,13 @@ class ModelRecipe(BaseModel):
     """What serves a run on Ray Serve LLM: ``LLMConfig(**llm_config)``, built with
     ``build_dp_openai_app`` where ``data_parallel`` else ``build_openai_app``."""
 
-    run: NightlyRun
+    run: ServeRun
     llm_config: dict[str, Any]
     data_parallel: bool
     dropped: list[Dropped]
 
 
-def run_key(run: NightlyRun) -> str:
+def run_key(run: ServeRun) -> str:
     """The name a reader gives for the run: the case's name, ending in its node kind
     where the config names one (``MiniMax-M2.5-w8a8-A3``: two cases of that name differ
     by node kind only)."""
@@ -88,12 +95,12 @@ def not_built_because(config: SetAside) -> str:
     )
 
 
-def find_run(key: str, tag: str) -> NightlyRun:
+def find_run(key: str, tag: str) -> ServeRun:
     """The run of release ``tag`` that :func:`run_key` names ``key`` (any case); a
     LookupError says why a multi-node config of that name has no recipe, or names the
     closest keys otherwise."""
-    runs: dict[str, NightlyRun] = {}
-    for run in nightly_runs(tag):
+    runs: dict[str, ServeRun] = {}
+    for run in serve_runs(tag):
         other = runs.setdefault(run_key(run).lower(), run)
         if other is not run:
             raise LookupError(
@@ -104,7 +111,7 @@ def find_run(key: str, tag: str) -> NightlyRun:
     found = runs.get(key.lower())
     if found is not None:
         return found
-    for config in set_aside_configs(tag):
+    for config in set_aside(tag):
         if config.name.lower() == key.lower():
             raise LookupError(
                 f"{config.name} ({config.path}:{config.line} at {tag}) has no Ray Serve LLM "
@@ -118,13 +125,13 @@ def find_run(key: str, tag: str) -> NightlyRun:
     )
 
 
-def engine_settings(run: NightlyRun) -> dict[str, Any]:
+def engine_settings(run: ServeRun) -> dict[str, Any]:
     """Each setting the run's words set, by its engine keyword, as the release's vLLM
     parses it: only what the words give, never a default."""
     return stored_flags(release(run.release).vllm).given(run.argv)
 
 
-def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:
+def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     """The Ray Serve LLM recipe of ``run``, serving the weights at ``model_source``."""
     takes = set(stored_flags(release(run.release).vllm).engine_kwargs)
     engine_kwargs: dict[str, Any] = {}
@@ -138,8 +145,16 @@ def recipe_for(run: NightlyRun, model_source: str) -> ModelRecipe:
             engine_kwargs[key] = value
     env_vars: dict[str, str] = {}
     for name, value in run.envs.items():
-        if name in CI_ONLY_ENVS:
-            dropped.append(Dropped(name=name, why=CI_ONLY_ENVS[name]))
+        if name in ENVS_LEFT_OUT:
+            dropped.append(Dropped(name=name, why=ENVS_LEFT_OUT[name]))
+        elif shell := _SHELL_VARIABLE.search(value):
+            dropped.append(
+                Dropped(
+                    name=name,
+                    why=f"its value holds ${shell[1]}, which the shell expands on each node "
+                    f"when the tutorial's script runs: set {name} where `ray start` runs",
+                )
+            )
         elif not _ENV_NAME.match(name):
             dropped.append(
                 Dropped(

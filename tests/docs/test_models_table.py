@@ -12,19 +12,20 @@ from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import find_run, run_key
-from ray_serve_npu.releases.nightly import nightly_runs, set_aside_configs
+from ray_serve_npu.releases.runs import serve_runs, set_aside
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-from nightly_runs import TEXTS, nightly_table, set_aside_table  # noqa: E402
+from nightly_runs import TEXTS, nightly_table, refused_runs, set_aside_table  # noqa: E402
 
 TAG = compat.VLLM_ASCEND.tag
+REFUSED = refused_runs(list(serve_runs(TAG)))
 
 
 def _rows(language: str) -> dict[str, list[str]]:
     """Each row's cells as text, by the run's name in its first cell: "(name)"."""
-    runs = nightly_runs(TAG)
-    table = nightly_table(runs, TEXTS[language], frozenset(FAKE_TIER_SERVED_RUNS))
+    runs = list(serve_runs(TAG))
+    table = nightly_table(runs, TEXTS[language], frozenset(FAKE_TIER_SERVED_RUNS), REFUSED)
     (body,) = table.findall(lambda node: node.tagname == "tbody")
     rows = [[cell.astext() for cell in row.children] for row in body.children]
     by_name = {cells[0].rsplit("(", 1)[1].rstrip(")"): cells for cells in rows}
@@ -39,9 +40,25 @@ def test_how_tested_says_served_for_the_served_runs_alone(language: str) -> None
     assert {name for name, cell in tested.items() if cell == words["served"]} == set(
         FAKE_TIER_SERVED_RUNS
     )
-    assert {cell for name, cell in tested.items() if name not in FAKE_TIER_SERVED_RUNS} == {
-        words["checked"]
+    assert {
+        cell for name, cell in tested.items() if name not in {*FAKE_TIER_SERVED_RUNS, *REFUSED}
+    } == {words["checked"]}
+
+
+@pytest.mark.parametrize("language", sorted(TEXTS))
+def test_how_tested_names_the_errors_of_a_run_the_checker_refuses(language: str) -> None:
+    # The DeepSeek-V4-Pro tutorial's A2 command pairs a prefetch load strategy with
+    # multi-thread loading, and writes the Boolean as a string.
+    assert REFUSED == {
+        "DeepSeek-V4-Pro-A2": (
+            "load-strategy-with-multithread-load",
+            "multithread-load-not-boolean",
+        )
     }
+    cell = _rows(language)["DeepSeek-V4-Pro-A2"][-1]
+    assert cell == TEXTS[language]["refused"].format(
+        rules="load-strategy-with-multithread-load, multithread-load-not-boolean"
+    )
 
 
 def test_every_served_run_is_a_run_of_the_pinned_release() -> None:
@@ -56,7 +73,7 @@ def test_a_run_the_schedule_alone_names_gets_that_node_kind() -> None:
     assert rows["Qwen3-30B-A3B-W8A8-TP1"][1] == "A3"
     # Named by the run's own name.
     assert rows["Qwen3-32B-W8A8-single-a2"][1] == "A2"
-    unnamed = [run_key(r) for r in nightly_runs(TAG) if not r.node_kinds]
+    unnamed = [run_key(r) for r in serve_runs(TAG) if not r.node_kinds]
     assert unnamed, "the pinned release has configs its schedule doesn't run"
     for name in unnamed:
         assert rows[name][1] == TEXTS["en"]["not_named"]
@@ -74,10 +91,13 @@ def test_a_multi_node_run_shows_its_nodes_beside_its_npus(language: str) -> None
 @pytest.mark.parametrize("language", sorted(TEXTS))
 def test_every_config_set_aside_is_listed_with_why(language: str) -> None:
     words = TEXTS[language]
-    configs = set_aside_configs(TAG)
+    configs = set_aside(TAG)
     (body,) = set_aside_table(list(configs), words).findall(lambda n: n.tagname == "tbody")
     rows = {r.children[0].astext().split(":")[0]: [c.astext() for c in r.children] for r in body}
-    assert sorted(rows) == sorted(f"{c.name}.yaml" for c in configs) and len(rows) >= 5
+    assert sorted(rows) == sorted(c.path.rsplit("/", 1)[1] for c in configs) and len(rows) >= 5
+    # A tutorial's prefill/decode deployment: its page doesn't state the nodes in a form
+    # the reader takes.
+    assert rows["DeepSeek-V4-Pro.md"][2] == words["not_stated"]
     assert rows["Qwen3-235B-disagg-pd.yaml"][3] == words["prefill_decode"].format(
         connector="MooncakeConnectorV1"
     ).replace("`", "")

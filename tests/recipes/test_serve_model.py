@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ray_serve_npu.model_recipes import find_run, recipe_for
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
-from ray_serve_npu.releases.nightly import nightly_runs
+from ray_serve_npu.releases.runs import serve_runs
 
 SCRIPT = Path(__file__).resolve().parents[2] / "recipes" / "serve_model.py"
 RUN = "Qwen3-32B-W8A8-single-a2"
@@ -31,7 +31,7 @@ def _run(
 def test_list_names_every_run_of_the_pinned_release() -> None:
     listed = _run("--list", model_path=None)
     assert listed.returncode == 0, listed.stderr
-    assert len(listed.stdout.splitlines()) == len(nightly_runs(SERVE_LLM_RELEASE.tag))
+    assert len(listed.stdout.splitlines()) == len(serve_runs(SERVE_LLM_RELEASE.tag))
     assert f"{RUN}: vllm-ascend/Qwen3-32B-W8A8, 4 NPUs" in listed.stdout.splitlines()
 
 
@@ -75,3 +75,16 @@ def test_a_multi_node_config_of_no_one_engine_is_refused_with_why() -> None:
     where = "Qwen3-235B-disagg-pd (tests/e2e/nightly/multi_node/internal_dp/config/"
     assert where in refused.stderr
     assert "separates prefill and decode engines, joined by MooncakeConnectorV1" in refused.stderr
+
+
+def test_a_run_the_checker_refuses_is_not_started_and_the_errors_are_named() -> None:
+    # The DeepSeek-V4-Pro tutorial's A2 command, as it writes it.
+    refused = _run("DeepSeek-V4-Pro-A2", model_path="/models/DeepSeek-V4-Pro-w4a8-mtp")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "serve_model.py: load-strategy-with-multithread-load: DeepSeek-V4-Pro-A2" in (
+        refused.stderr
+    )
+    assert "serve_model.py: multithread-load-not-boolean: " in refused.stderr
+    assert "--show DeepSeek-V4-Pro-A2" in refused.stderr.splitlines()[-1]
+    # Its further nodes' shell variables are left out, each with why.
+    assert "serve_model.py: leaves out HCCL_IF_IP: its value holds $local_ip" in refused.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ray_serve_npu.model_recipes import (
-    CI_ONLY_ENVS,
+    ENVS_LEFT_OUT,
     SERVE_DOES,
     engine_settings,
     find_run,
@@ -81,7 +81,7 @@ def test_every_run_becomes_engine_keywords_ray_serve_llm_takes(run) -> None:
     recipe = recipe_for(run, "/w")
     # Nothing left out for not being an engine keyword: every flag the CI gives is one
     # Ray Serve LLM takes, or one whose job Serve does.
-    assert [d for d in recipe.dropped if d.name not in SERVE_DOES | CI_ONLY_ENVS] == [
+    assert [d for d in recipe.dropped if d.name not in SERVE_DOES | ENVS_LEFT_OUT] == [
         d for d in recipe.dropped if "-" in d.name
     ]
     takes = set(stored_flags(SERVE_LLM_RELEASE.vllm).engine_kwargs)

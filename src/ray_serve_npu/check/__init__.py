@@ -22,7 +22,7 @@ from ray_serve_npu.check.findings import Finding, Severity
 from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.problems import InputError, NothingToCheck, read_text
-from ray_serve_npu.check.recipe import RecipeError, parse_recipe
+from ray_serve_npu.check.recipe import RecipeError, parse_recipe, run_deployment
 from ray_serve_npu.check.rules import (
     RuleSet,
     available_releases,
@@ -34,6 +34,7 @@ from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice,
 from ray_serve_npu.check.validation import validate_compose
 from ray_serve_npu.check.yamlnodes import Document, load_documents
 from ray_serve_npu.releases import RELEASES
+from ray_serve_npu.releases.nightly import ServeRun
 from ray_serve_npu.vllm_flags import stored_flags
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "check_file",
     "Report",
     "check_paths",
+    "check_serve_run",
     "parse_file",
 ]
 
@@ -236,6 +238,17 @@ def check_file(
         deployment.node_kind = node_kind
     findings = run_rules(parsed, load_rules(parsed.release))
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule_id))
+
+
+def check_serve_run(run: ServeRun) -> list[Finding]:
+    """The findings of the recipe that ``recipe_for`` builds from ``run``, by its release's
+    rules, each naming the run and its line in vLLM-Ascend's repository: what
+    ``ray-serve-npu check serve_model.py`` says of that run."""
+    parsed = ParsedFile(path=run.path, lines=[], release=run.release)
+    parsed.deployments = [run_deployment(run.path, run, run.line)]
+    for deployment in parsed.deployments:
+        judge_arguments(deployment, stored_flags(RELEASES[run.release].vllm))
+    return run_rules(parsed, load_rules(run.release))
 
 
 @dataclass

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from ray_serve_npu.model_recipes import engine_settings, run_key
 from ray_serve_npu.releases import RELEASES
-from ray_serve_npu.releases.nightly import NIGHTLY_DIR, nightly_runs
+from ray_serve_npu.releases.nightly import NIGHTLY_DIR
+from ray_serve_npu.releases.runs import serve_runs
 from ray_serve_npu.vllm_flags import stored_flags
 
 
@@ -65,7 +66,7 @@ def runs_by_model(tag: str) -> dict[str, tuple[ModelRun, ...]]:
     neither stored CI configs nor release data."""
     runs: dict[str, list[ModelRun]] = defaultdict(list)
     if (NIGHTLY_DIR / tag).is_dir():
-        for run in nightly_runs(tag):
+        for run in serve_runs(tag):
             runs[model_key(run.model)].append(
                 ModelRun(
                     name=run_key(run),

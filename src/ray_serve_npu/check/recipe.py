@@ -15,13 +15,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray_serve_npu.check import recipe_probe
 from ray_serve_npu.check.llm_config import FIELDS, deployment_from_llm_config
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError, NothingToCheck
 from ray_serve_npu.check.recipe_static import Config, Lined, Module, Unread, flatten
+
+if TYPE_CHECKING:
+    from ray_serve_npu.releases.nightly import ServeRun
 
 # Importing Ray Serve LLM and a recipe's own imports take a few seconds on 2 cores.
 _PROBE_TIMEOUT_S = 300
@@ -146,23 +149,28 @@ def _ci_run_deployments(path: str, module: Module) -> list[Deployment]:
     as literals, else every run of the release the recipes pin (a name from the command
     line can be any of them)."""
     # Imported here: reading the runs' configs costs a parse of each.
-    from ray_serve_npu.model_recipes import find_run, recipe_for, run_key
+    from ray_serve_npu.model_recipes import find_run
     from ray_serve_npu.releases import SERVE_LLM_RELEASE
-    from ray_serve_npu.releases.nightly import nightly_runs
+    from ray_serve_npu.releases.runs import serve_runs
 
     tag = SERVE_LLM_RELEASE.tag
     try:
-        runs = [find_run(name, tag) for name in module.named_runs] or nightly_runs(tag)
+        runs = [find_run(name, tag) for name in module.named_runs] or serve_runs(tag)
     except LookupError as error:
         raise RecipeError(str(error), "name a run that `serve_model.py --list` lists") from None
     line = min((config.line for config in module.configs.values()), default=1)
-    deployments = []
-    for run in runs:
-        recipe = recipe_for(run, run.model)
-        deployment = deployment_from_llm_config(path, recipe.llm_config, {}, line)
-        deployment.label = f"{run_key(run)} ({run.path}:{run.line} at {run.release})"
-        deployments.append(deployment)
-    return deployments
+    return [run_deployment(path, run, line) for run in runs]
+
+
+def run_deployment(path: str, run: ServeRun, line: int) -> Deployment:
+    """The deployment of the recipe ``recipe_for`` builds from ``run``, at ``line`` of
+    ``path``, labelled with the run and its source."""
+    # Imported here: reading the runs' configs costs a parse of each.
+    from ray_serve_npu.model_recipes import recipe_for, run_key
+
+    deployment = deployment_from_llm_config(path, recipe_for(run, run.model).llm_config, {}, line)
+    deployment.label = f"{run_key(run)} ({run.path}:{run.line} at {run.release})"
+    return deployment
 
 
 def _read(path: str, module: Module) -> list[Deployment]:

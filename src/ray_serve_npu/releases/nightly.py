@@ -82,8 +82,10 @@ class Scheduled(BaseModel):
     line: int
 
 
-class NightlyRun(BaseModel):
-    """One test case of vLLM-Ascend's nightly CI: what it serves, and how."""
+class ServeRun(BaseModel):
+    """One deployment that vLLM-Ascend gives at a release, what it serves and how: a test
+    case of its nightly CI, or a command of a model's tutorial
+    (:mod:`ray_serve_npu.releases.tutorials`)."""
 
     release: str
     #: The file's path in vLLM-Ascend's repository, and the line of the case in it.
@@ -91,7 +93,8 @@ class NightlyRun(BaseModel):
     line: int
     name: str
     model: str
-    #: A2 or A3 where the file's or the case's name ends in it, else None.
+    #: A2 or A3 where the file's or the case's name ends in it (a tutorial: the tab the
+    #: command sits in names it), else None.
     node_kind: str | None
     envs: dict[str, str]
     #: The words after ``vllm serve MODEL``: server_cmd, then server_cmd_extra
@@ -130,17 +133,20 @@ class NightlyRun(BaseModel):
 
 
 class SetAside(BaseModel):
-    """A multi-node config of the nightly CI that is not one engine: listed with what
-    it runs, so that a reader sees why no recipe is built from it."""
+    """A multi-node config of the nightly CI, or a tutorial's deployment, that is not one
+    engine: listed with what it runs, so that a reader sees why no recipe is built from
+    it."""
 
     release: str
-    #: The file's path in vLLM-Ascend's repository, and the line of its test name.
+    #: The file's path in vLLM-Ascend's repository, and the line of its test name (a
+    #: tutorial: of its first such command).
     path: str
     line: int
-    #: The file's name without ``.yaml``.
+    #: The file's name without ``.yaml`` or ``.md``.
     name: str
     model: str
-    nodes: int
+    #: The nodes it runs on; None where a tutorial's commands don't say.
+    nodes: int | None
     #: ``prefill_decode``: prefill and decode engines joined by a KV-cache connector
     #: (``connector`` names it); ``nodes_differ``: one engine whose nodes set the
     #: settings ``differ`` names each their own way.
@@ -243,28 +249,32 @@ def _scheduled(tag: str, file_name: str, nodes: int) -> tuple[Scheduled, ...]:
     return tuple(e for e in schedule(tag).get(file_name, ()) if (e.nodes > 1) == (nodes > 1))
 
 
-def _run(
+def read_run(
     tag: str,
     path: str,
-    name: str,
-    case: dict[str, Any],
-    argv: list[str],
     line: int,
+    name: str,
+    model: str,
+    envs: dict[str, str],
+    argv: list[str],
+    *,
+    node_kind: str | None,
     nodes: int = 1,
     other_nodes_argv: tuple[tuple[str, ...], ...] = (),
-) -> NightlyRun:
+    schedule: tuple[Scheduled, ...] = (),
+) -> ServeRun:
+    """A run of release ``tag``: ``argv``, the words after ``vllm serve MODEL``, read as
+    the release's vLLM reads them."""
     engine = _engine(argv, release(tag).vllm)
-    file_name = path.rsplit("/", 1)[1]
-    named = _NODE_KIND.search(file_name.removesuffix(".yaml")) or _NODE_KIND.search(name)
     speculative = engine.speculative_config or {}
-    return NightlyRun(
+    return ServeRun(
         release=tag,
         path=path,
         line=line,
         name=name,
-        model=case["model"],
-        node_kind=named[1].upper() if named else None,
-        envs={k: str(v) for k, v in case["envs"].items()},
+        model=model,
+        node_kind=node_kind,
+        envs=envs,
         argv=argv,
         tensor_parallel=engine.tensor_parallel_size or 1,
         data_parallel=engine.data_parallel_size or 1,
@@ -274,13 +284,40 @@ def _run(
         quantization=engine.quantization,
         speculative_method=speculative.get("method"),
         speculative_tokens=speculative.get("num_speculative_tokens"),
-        schedule=_scheduled(tag, file_name, nodes),
+        schedule=schedule,
         nodes=nodes,
         other_nodes_argv=other_nodes_argv,
     )
 
 
-def _single_node_runs(tag: str, folder: Path) -> list[NightlyRun]:
+def _ci_run(
+    tag: str,
+    path: str,
+    name: str,
+    case: dict[str, Any],
+    argv: list[str],
+    line: int,
+    nodes: int = 1,
+    other_nodes_argv: tuple[tuple[str, ...], ...] = (),
+) -> ServeRun:
+    file_name = path.rsplit("/", 1)[1]
+    named = _NODE_KIND.search(file_name.removesuffix(".yaml")) or _NODE_KIND.search(name)
+    return read_run(
+        tag,
+        path,
+        line,
+        name,
+        case["model"],
+        {k: str(v) for k, v in case["envs"].items()},
+        argv,
+        node_kind=named[1].upper() if named else None,
+        nodes=nodes,
+        other_nodes_argv=other_nodes_argv,
+        schedule=_scheduled(tag, file_name, nodes),
+    )
+
+
+def _single_node_runs(tag: str, folder: Path) -> list[ServeRun]:
     runs = []
     for path in sorted(folder.glob("*.yaml")):
         config, root = _load(path)
@@ -288,7 +325,7 @@ def _single_node_runs(tag: str, folder: Path) -> list[NightlyRun]:
             if case.get("service_mode", "openai") == "openai":
                 line = node.start_mark.line + 1
                 upstream = f"{UPSTREAM_DIR}/{path.name}"
-                runs.append(_run(tag, upstream, case["name"], case, _argv(case), line))
+                runs.append(_ci_run(tag, upstream, case["name"], case, _argv(case), line))
     return runs
 
 
@@ -316,7 +353,7 @@ def _differences(vllm: Any, nodes: list[tuple[dict[str, str], list[str]]]) -> tu
     return tuple(sorted(differ))
 
 
-def _multi_node_runs(tag: str, folder: Path) -> tuple[list[NightlyRun], list[SetAside]]:
+def _multi_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAside]]:
     """The runs of the internal data-parallel configs, and the configs set aside."""
     runs, set_aside = [], []
     vllm = stored_flags(release(tag).vllm)
@@ -342,7 +379,7 @@ def _multi_node_runs(tag: str, folder: Path) -> tuple[list[NightlyRun], list[Set
         # The line of the first node's command, which the run is read from.
         line = _mapping(entries[0])["server_cmd"].start_mark.line + 1
         others = tuple(tuple(words) for _, words in nodes[1:])
-        runs.append(_run(tag, upstream, path.stem, case, argv, line, len(nodes), others))
+        runs.append(_ci_run(tag, upstream, path.stem, case, argv, line, len(nodes), others))
     for path in sorted((folder / EXTERNAL_DP_DIR).glob("*.yaml")):
         config, root = _load(path)
         upstream = f"{UPSTREAM_NIGHTLY}/{EXTERNAL_DP_DIR}/{path.name}"
@@ -362,6 +399,17 @@ def _multi_node_runs(tag: str, folder: Path) -> tuple[list[NightlyRun], list[Set
     return runs, set_aside
 
 
+def kv_connector(tag: str, words: list[str]) -> str | None:
+    """The KV-cache connector ``--kv-transfer-config`` names in ``words``, read as the
+    release's vLLM reads it; None where the words give none."""
+    for flag in read_flags(words):
+        if flag.name == "--kv-transfer-config":
+            # Only this flag: the other words may hold values a script fills.
+            given = stored_flags(release(tag).vllm).given(flag.argv())
+            return (given["kv_transfer_config"] or {}).get("kv_connector")
+    return None
+
+
 def _set_aside(
     tag: str,
     upstream: str,
@@ -373,12 +421,6 @@ def _set_aside(
     external: bool = False,
     differ: tuple[str, ...] = (),
 ) -> SetAside:
-    connector = None
-    for flag in read_flags(first_node_words):
-        if flag.name == "--kv-transfer-config":
-            # Only this flag: an external config's other words hold the CI's templates.
-            given = stored_flags(release(tag).vllm).given(flag.argv())
-            connector = (given["kv_transfer_config"] or {}).get("kv_connector")
     return SetAside(
         release=tag,
         path=upstream,
@@ -388,7 +430,7 @@ def _set_aside(
         nodes=int(config["num_nodes"]),
         layout=layout,
         external=external,
-        connector=connector,
+        connector=kv_connector(tag, first_node_words),
         differ=differ,
     )
 
@@ -410,13 +452,13 @@ def _folder(tag: str) -> Path:
 
 
 @cache
-def _read(tag: str) -> tuple[tuple[NightlyRun, ...], tuple[SetAside, ...]]:
+def _read(tag: str) -> tuple[tuple[ServeRun, ...], tuple[SetAside, ...]]:
     folder = _folder(tag)
     multi_node, set_aside = _multi_node_runs(tag, folder)
     return (*_single_node_runs(tag, folder), *multi_node), tuple(set_aside)
 
 
-def nightly_runs(tag: str) -> tuple[NightlyRun, ...]:
+def nightly_runs(tag: str) -> tuple[ServeRun, ...]:
     """Every run of one engine in the release's nightly CI: each single-node ``vllm
     serve`` case, file by file, then each multi-node config of one engine."""
     return _read(tag)[0]

@@ -1,0 +1,94 @@
+"""The runs of vLLM-Ascend's model tutorials at a release (#39): read from the stored pages
+by the tooling into the runs file the package reads, with their node kind from the tab
+a command sits in and their nodes from their data-parallel layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ray_serve_npu_tooling.tutorial_runs import page_runs, runs_file_text
+
+from ray_serve_npu.model_recipes import ENVS_LEFT_OUT, find_run, recipe_for
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.tutorials import (
+    RUNS_FILE,
+    TUTORIALS_DIR,
+    tutorial_runs,
+    tutorial_set_aside,
+)
+
+TAG = SERVE_LLM_RELEASE.tag
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in TUTORIALS_DIR.iterdir() if p.is_dir()))
+def test_the_stored_runs_file_is_what_its_pages_give(folder: str) -> None:
+    # Regenerate with `python -m ray_serve_npu_tooling.tutorial_runs`.
+    assert (TUTORIALS_DIR / folder / RUNS_FILE).read_text() == runs_file_text(folder)
+
+
+def test_deepseek_v4_pro_runs_on_four_a2_nodes_or_two_a3_nodes() -> None:
+    runs = {run.name: run for run in tutorial_runs(TAG)}
+    a2, a3 = runs["DeepSeek-V4-Pro-A2"], runs["DeepSeek-V4-Pro-A3"]
+    assert (a2.node_kind, a2.nodes, a2.data_parallel, a2.tensor_parallel) == ("A2", 4, 4, 8)
+    assert (a3.node_kind, a3.nodes, a3.data_parallel, a3.tensor_parallel) == ("A3", 2, 2, 16)
+    assert a2.model == "vllm-ascend/DeepSeek-V4-Pro-w4a8-mtp" and a2.speculative_method == "mtp"
+    # Read from the page's own line: the first node's `vllm serve`.
+    page = (TUTORIALS_DIR / TAG / "DeepSeek-V4-Pro.md").read_text().splitlines()
+    assert page[a2.line - 1].strip().startswith("vllm serve ")
+    assert a2.envs["HCCL_BUFFSIZE"] == "512"
+
+
+def test_a_page_without_a_node_kinds_tab_gives_a_run_of_no_node_kind() -> None:
+    (kimi,) = [run for run in tutorial_runs(TAG) if run.name == "Kimi-K2.6"]
+    assert (kimi.node_kind, kimi.nodes, kimi.npus) == (None, 1, 16)
+
+
+def test_prefill_decode_commands_set_their_page_aside_once_with_the_connector() -> None:
+    configs = {c.name: c for c in tutorial_set_aside(TAG)}
+    assert set(configs) == {"DeepSeek-V4-Pro", "Kimi-K2.6"}
+    assert configs["DeepSeek-V4-Pro"].connector == "MooncakeHybridConnector"
+    assert configs["DeepSeek-V4-Pro"].layout == "prefill_decode"
+    assert configs["DeepSeek-V4-Pro"].nodes is None
+
+
+def test_a_further_nodes_command_and_a_tab_of_no_node_kind_are_read_as_such(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "Planted.md"
+    page.write_text(
+        '=== "A3 series"\n\n'
+        "    ```bash\n"
+        "    export OMP_NUM_THREADS=10\n"
+        "    vllm serve org/Planted --data-parallel-size 2 --data-parallel-size-local 1 \\\n"
+        "      --tensor-parallel-size 16 --additional-config '{\n"
+        '        "enable_cpu_binding": true\n'
+        "      }'\n"
+        "    ```\n\n"
+        '=== "Node 1"\n\n'
+        "    ```bash\n"
+        "    vllm serve org/Planted --headless --data-parallel-size 2 \\\n"
+        "      --data-parallel-start-rank 1 --tensor-parallel-size 16\n"
+        "    ```\n"
+    )
+    found = page_runs(TAG, page)
+    (run,) = found["runs"]
+    assert (run["name"], run["line"], run["node_kind"], run["nodes"]) == ("Planted-A3", 5, "A3", 2)
+    assert run["envs"] == {"OMP_NUM_THREADS": "10"} and found["set_aside"] == []
+    assert "--additional-config" in run["argv"]
+
+
+def test_the_recipe_leaves_out_what_each_node_or_ray_sets_with_why() -> None:
+    recipe = recipe_for(find_run("DeepSeek-V4-Pro-A3", TAG), "/models/DeepSeek-V4-Pro-w4a8-mtp")
+    dropped = {d.name: d.why for d in recipe.dropped}
+    env_vars = recipe.llm_config["runtime_env"]["env_vars"]
+    assert dropped["HCCL_IF_IP"].startswith("its value holds $local_ip")
+    assert "HCCL_IF_IP" not in env_vars and "LD_PRELOAD" not in env_vars
+    assert env_vars["HCCL_BUFFSIZE"] == "2048"
+    engine = recipe.llm_config["engine_kwargs"]
+    assert (engine["data_parallel_size"], engine["tensor_parallel_size"]) == (2, 16)
+    assert "data_parallel_address" not in engine
+    a2 = recipe_for(find_run("DeepSeek-V4-Pro-A2", TAG), "/w")
+    assert {d.name: d.why for d in a2.dropped}["ASCEND_RT_VISIBLE_DEVICES"] == (
+        ENVS_LEFT_OUT["ASCEND_RT_VISIBLE_DEVICES"]
+    )
