@@ -1,6 +1,5 @@
 """`ray-serve-npu check` judges a deployment of a listed model against that model's runs
-at its release (#39 item 5): vLLM-Ascend's nightly CI configs and the DeepSeek-V4-Flash
-tutorial. For each model, the recipe built from one of its runs passes, and the same
+at its release (#39 item 5): vLLM-Ascend's nightly CI configs and its tutorials' runs. For each model, the recipe built from one of its runs passes, and the same
 recipe with a planted value that the runs rule out is flagged, naming the run."""
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ MODELS = {
     "GLM-5.1": "GLM-5.1-W8A8-PrefillMC2",
     "Kimi-K2.5": "Kimi-K2.5-W4A8-Case",
     "MiniMax-M2.5": "MiniMax-M2.5-w8a8-A2",
+    # From its tutorial: the pinned release's CI doesn't serve it.
+    "DeepSeek-V4-Pro": "DeepSeek-V4-Pro-A3",
 }
 #: For each setting the rule compares, values vLLM's parser takes, to plant one that none
 #: of a model's runs uses.
