@@ -125,18 +125,12 @@ def find_run(key: str, tag: str) -> ServeRun:
     )
 
 
-def engine_settings(run: ServeRun) -> dict[str, Any]:
-    """Each setting the run's words set, by its engine keyword, as the release's vLLM
-    parses it: only what the words give, never a default."""
-    return stored_flags(release(run.release).vllm).given(run.argv)
-
-
 def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     """The Ray Serve LLM recipe of ``run``, serving the weights at ``model_source``."""
     takes = set(stored_flags(release(run.release).vllm).engine_kwargs)
     engine_kwargs: dict[str, Any] = {}
     dropped: list[Dropped] = []
-    for key, value in engine_settings(run).items():
+    for key, value in run.settings.items():
         if key in SERVE_DOES:
             dropped.append(Dropped(name=key, why=SERVE_DOES[key]))
         elif key not in takes:

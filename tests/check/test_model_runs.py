@@ -1,6 +1,7 @@
 """`ray-serve-npu check` judges a deployment of a listed model against that model's runs
-at its release (#39 item 5): vLLM-Ascend's nightly CI configs and its tutorials' runs. For each model, the recipe built from one of its runs passes, and the same
-recipe with a planted value that the runs rule out is flagged, naming the run."""
+at its release (#39 item 5): vLLM-Ascend's nightly CI configs and its tutorials' runs.
+For each model, the recipe built from one of its runs passes, and the same recipe with a
+planted value that the runs rule out is flagged, naming the run."""
 
 from __future__ import annotations
 

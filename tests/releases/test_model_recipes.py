@@ -8,14 +8,13 @@ import pytest
 from ray_serve_npu.model_recipes import (
     ENVS_LEFT_OUT,
     SERVE_DOES,
-    engine_settings,
     find_run,
     not_built_because,
     recipe_for,
     run_key,
 )
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
-from ray_serve_npu.releases.nightly import nightly_runs, set_aside_configs
+from ray_serve_npu.releases.nightly import nightly_runs, read_run, set_aside_configs
 from ray_serve_npu.vllm_flags import stored_flags
 
 TAG = SERVE_LLM_RELEASE.tag
@@ -24,8 +23,7 @@ RUNS = nightly_runs(TAG)
 
 def test_a_run_gives_only_the_settings_its_words_give() -> None:
     run = find_run("Qwen3-32B-W8A8-single-a2", TAG)
-    settings = engine_settings(run)
-    assert settings == {
+    assert run.settings == {
         "quantization": "ascend",
         "enable_prefix_caching": False,  # --no-enable-prefix-caching
         "tensor_parallel_size": 4,
@@ -57,7 +55,7 @@ def test_the_a3_deepseek_run_is_a_data_parallel_gang_of_the_tutorials_layout() -
 
 def test_what_serve_does_itself_is_left_out_with_why() -> None:
     counted = [
-        run for run in RUNS if "api_server_count" in engine_settings(run)
+        run for run in RUNS if "api_server_count" in run.settings
     ]  # the CI's API-server processes: Ray Serve LLM's ingress is that server
     assert counted
     recipe = recipe_for(counted[0], "/w")
@@ -94,10 +92,9 @@ def test_every_run_becomes_engine_keywords_ray_serve_llm_takes(run) -> None:
 
 def test_a_repeated_flag_keeps_every_value_as_vllm_does() -> None:
     run = find_run("Qwen3-32B-W8A8-single-a2", TAG)
-    twice = run.model_copy(
-        update={"argv": [*run.argv, "--middleware", "a.b", "--middleware", "c.d"]}
-    )
-    assert engine_settings(twice)["middleware"] == ["a.b", "c.d"]
+    argv = [*run.argv, "--middleware", "a.b", "--middleware", "c.d"]
+    twice = read_run(TAG, run.path, run.line, run.name, run.model, run.envs, argv, node_kind=None)
+    assert twice.settings["middleware"] == ["a.b", "c.d"]
 
 
 def test_runs_are_found_by_name_in_any_case_and_by_node_kind_where_names_repeat() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ray_serve_npu.model_recipes import engine_settings, run_key
+from ray_serve_npu.model_recipes import run_key
 from ray_serve_npu.releases import RELEASES
 from ray_serve_npu.releases.nightly import NIGHTLY_DIR
 from ray_serve_npu.releases.runs import serve_runs
@@ -71,7 +71,7 @@ def runs_by_model(tag: str) -> dict[str, tuple[ModelRun, ...]]:
                 ModelRun(
                     name=run_key(run),
                     npus=run.npus,
-                    engine=engine_settings(run),
+                    engine=run.settings,
                     source=f"{run.path}:{run.line}",
                 )
             )

@@ -100,6 +100,9 @@ class ServeRun(BaseModel):
     #: The words after ``vllm serve MODEL``: server_cmd, then server_cmd_extra
     #: (single_node_config.py:165-167 at v0.25.1rc1), with ``$NAME`` filled from envs.
     argv: list[str]
+    #: Each setting ``argv`` gives, by its engine keyword, as the release's vLLM parses
+    #: it: only what the words give, never a default.
+    settings: dict[str, Any]
     tensor_parallel: int
     data_parallel: int
     pipeline_parallel: int
@@ -174,12 +177,6 @@ def _fill(words: list[str], envs: dict[str, str]) -> list[str]:
 
 def _argv(case: dict[str, Any]) -> list[str]:
     return _fill([*case["server_cmd"], *case.get("server_cmd_extra", [])], _envs(case["envs"]))
-
-
-def _engine(argv: list[str], vllm: str) -> Any:
-    """The engine arguments of ``argv`` as vLLM ``vllm`` parses them."""
-    words = [word for flag in read_flags(argv) for word in flag.argv()]
-    return stored_flags(vllm).parser().parse_args(words)
 
 
 def _mapping(node: yaml.Node | None) -> dict[str, yaml.Node]:
@@ -265,8 +262,8 @@ def read_run(
 ) -> ServeRun:
     """A run of release ``tag``: ``argv``, the words after ``vllm serve MODEL``, read as
     the release's vLLM reads them."""
-    engine = _engine(argv, release(tag).vllm)
-    speculative = engine.speculative_config or {}
+    settings = stored_flags(release(tag).vllm).given(argv)
+    speculative = settings.get("speculative_config") or {}
     return ServeRun(
         release=tag,
         path=path,
@@ -276,12 +273,13 @@ def read_run(
         node_kind=node_kind,
         envs=envs,
         argv=argv,
-        tensor_parallel=engine.tensor_parallel_size or 1,
-        data_parallel=engine.data_parallel_size or 1,
-        pipeline_parallel=engine.pipeline_parallel_size or 1,
-        expert_parallel=bool(engine.enable_expert_parallel),
-        max_model_len=engine.max_model_len,
-        quantization=engine.quantization,
+        settings=settings,
+        tensor_parallel=settings.get("tensor_parallel_size") or 1,
+        data_parallel=settings.get("data_parallel_size") or 1,
+        pipeline_parallel=settings.get("pipeline_parallel_size") or 1,
+        expert_parallel=bool(settings.get("enable_expert_parallel")),
+        max_model_len=settings.get("max_model_len"),
+        quantization=settings.get("quantization"),
         speculative_method=speculative.get("method"),
         speculative_tokens=speculative.get("num_speculative_tokens"),
         schedule=schedule,
