@@ -1,17 +1,20 @@
-"""Serve one model of vLLM-Ascend's nightly CI with Ray Serve LLM, as its CI runs it.
+"""Serve one model of vLLM-Ascend's nightly CI or tutorials with Ray Serve LLM, as they run it.
 
 Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has run
 (on the head node of a Ray cluster of the run's nodes, for a run of several nodes),
 with ``MODEL_PATH`` set to the model's weights: ``python serve_model.py RUN``, where
-RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin, or
-one of its multi-node configs of one engine (``python serve_model.py --list`` lists
-them; ``--show RUN`` prints the arguments of its ``LLMConfig``, to start a recipe of
-your own from). The app answers OpenAI-compatible requests on
-http://127.0.0.1:8000/v1, as the model's name in lower case.
+RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin, one
+of its multi-node configs of one engine, or a command of a tutorial for a model the CI
+doesn't serve (``python serve_model.py --list`` lists them; ``--show RUN`` prints the
+arguments of its ``LLMConfig``, to start a recipe of your own from). A run that
+``ray-serve-npu check`` says would stop at start-up is not started. The app answers
+OpenAI-compatible requests on http://127.0.0.1:8000/v1, as the model's name in lower
+case.
 
-The engine's settings and environment are the CI's own, read from its config file at
-the tag by ``ray_serve_npu.model_recipes``; the script prints what of the run Ray
-Serve LLM does itself (the port, the API server), and why. DeepSeek-V4-Flash has a
+The engine's settings and environment are the run's own, read from its CI config or
+tutorial page at the tag by ``ray_serve_npu.model_recipes``; the script prints what of
+the run it leaves out (what Ray Serve LLM does itself, such as the port and the API
+server, and what would open the endpoint wider), and why. DeepSeek-V4-Flash has a
 readable recipe of its own: serve_npu.py and serve_npu_a3.py.
 """
 
@@ -20,6 +23,7 @@ import json
 import os
 import sys
 
+from ray_serve_npu.check import Severity, check_serve_run
 from ray_serve_npu.model_recipes import ModelRecipe, find_run, recipe_for, run_key
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.releases.runs import serve_runs
@@ -67,15 +71,6 @@ def chosen_recipe() -> ModelRecipe | None:
 def refuse_what_would_not_start(recipe: ModelRecipe) -> None:
     """Stop before Ray starts anything where the checker says the run's settings stop the
     engine at start-up (a tutorial's command may pair settings its vLLM refuses)."""
-    try:
-        from ray_serve_npu.check import Severity, check_serve_run
-    except ImportError as missing:
-        print(
-            f"serve_model.py: the run's settings are not checked ({missing.name} is not "
-            "installed): install ray-serve-npu[check] to have them checked first",
-            file=sys.stderr,
-        )
-        return
     errors = [f for f in check_serve_run(recipe.run) if f.severity is Severity.ERROR]
     for error in errors:
         print(f"serve_model.py: {error.rule_id}: {error.message} Fix: {error.fix}", file=sys.stderr)

@@ -24,6 +24,7 @@ from upstream_links import UPSTREAMS, resolve
 
 from ray_serve_npu import compat
 from ray_serve_npu.check import Severity, check_serve_run
+from ray_serve_npu.check.rules import RULES_DIR
 from ray_serve_npu.model_recipes import run_key
 from ray_serve_npu.releases.nightly import NIGHTLY_DIR, ServeRun, SetAside
 from ray_serve_npu.releases.runs import serve_runs, set_aside
@@ -182,7 +183,7 @@ def set_aside_table(configs: list[SetAside], words: dict[str, str]) -> nodes.tab
         body += nodes.row(
             "",
             _source(config),
-            code_cell(f"`{config.model}`"),
+            code_cell(f"`{config.model}`", f"(`{config.name}`)"),
             code_cell(str(config.nodes) if config.nodes else words["not_stated"]),
             code_cell(_why(config, words)),
         )
@@ -200,7 +201,12 @@ class NightlyRuns(SphinxDirective):
             )
         except LookupError as error:
             raise self.error(str(error)) from None
-        for path in [*(NIGHTLY_DIR / tag).rglob("*.yaml"), *(TUTORIALS_DIR / tag).glob("*.md")]:
+        # The runs file is what the tables read; the rules judge the runs.
+        for path in [
+            *(NIGHTLY_DIR / tag).rglob("*.yaml"),
+            *(TUTORIALS_DIR / tag).glob("*"),
+            *RULES_DIR.glob("*.yaml"),
+        ]:
             self.env.note_dependency(str(path))
         words = edition_texts(TEXTS, self.config.language)
         if "set-aside" in self.options:

@@ -19,6 +19,8 @@ from ray_serve_npu.myst import lines
 _OPENER = re.compile(r'===\+?[ \t]+"(?P<title>[^"]*)"|(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+).*')
 #: How far a block's body sits in from its opener.
 BODY_INDENT = 4
+#: A line that opens or closes a fenced block: three or more backticks or tildes.
+_FENCE = re.compile(r"(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ def opened(text: str) -> OpenedPage:
     #: Each open block: the indentation of its body and its tab title (None for an
     #: admonition), innermost last.
     open_blocks: list[tuple[int, str | None]] = []
+    #: The marker of the fenced block the line is in, if any: an opener inside one is
+    #: its text (a page that shows MkDocs syntax), not a block.
+    fence: str | None = None
     for line in lines(text, keepends=True):
         content = line.strip()
         if content:
@@ -48,7 +53,12 @@ def opened(text: str) -> OpenedPage:
             while open_blocks and indent < open_blocks[-1][0]:
                 open_blocks.pop()
         titles = tuple(title for _, title in open_blocks if title is not None)
-        opener = _OPENER.fullmatch(content) if content else None
+        marker = _FENCE.match(content)
+        if fence is None and marker:
+            fence = marker[1]
+        elif fence is not None and marker and marker[1][0] == fence[0] and content == marker[1]:
+            fence = None if len(marker[1]) >= len(fence) else fence
+        opener = _OPENER.fullmatch(content) if content and fence is None else None
         if not content:
             kept.append(line.lstrip(" \t"))
         elif opener is None:

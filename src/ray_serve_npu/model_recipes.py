@@ -1,10 +1,11 @@
-"""A run of vLLM-Ascend's nightly CI as a Ray Serve LLM recipe.
+"""A run of vLLM-Ascend's nightly CI or tutorials as a Ray Serve LLM recipe.
 
 A run (:class:`~ray_serve_npu.releases.nightly.ServeRun`) is what vLLM-Ascend's
-hardware CI serves for one model at one release: the ``vllm serve`` words and the
-environment. :func:`recipe_for` turns it into the keyword arguments of Ray Serve LLM's
-``LLMConfig`` with the ``npu`` kind, reading each flag as that release's vLLM reads it
-(:mod:`ray_serve_npu.vllm_flags`), and says what of the run it leaves out and why.
+hardware CI, or a model's tutorial, serves for one model at one release: the
+``vllm serve`` words and the environment. :func:`recipe_for` turns it into the keyword
+arguments of Ray Serve LLM's ``LLMConfig`` with the ``npu`` kind, reading each flag as
+that release's vLLM reads it (:mod:`ray_serve_npu.vllm_flags`), and says what of the
+run it leaves out and why.
 Nothing here imports Ray or vLLM: the checker and the pages read recipes too.
 """
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from ray_serve_npu.releases.loader import release
 from ray_serve_npu.releases.nightly import ServeRun, SetAside
 from ray_serve_npu.releases.runs import serve_runs, set_aside
+from ray_serve_npu.vllm_cli import SHELL_EXPANSION
 from ray_serve_npu.vllm_flags import stored_flags
 
 #: Engine settings of a run that Ray Serve LLM's app does itself, with why.
@@ -36,6 +38,15 @@ SERVE_DOES: dict[str, str] = {
     "data_parallel_rpc_port": "Ray Serve LLM gives every rank the port rank 0 picked",
     "headless": "each rank's replica runs its own engine behind Serve's ingress",
 }
+#: Engine settings of a run that the recipe leaves out because they open the endpoint
+#: wider than serving needs, with why.
+UNSAFE_SETTINGS: dict[str, str] = {
+    # vllm/config/model.py, ModelConfig.allowed_local_media_path (vLLM 0.25.1, lines
+    # 170-173): "This is a security risk. Should only be enabled in trusted environments."
+    "allowed_local_media_path": "it lets every API client have the engine read local "
+    "files under that path (`/`: every file the engine can read), which vLLM calls a "
+    "security risk; send media by URL or inline instead",
+}
 #: Environment variables of a run that the recipe leaves out, with why.
 ENVS_LEFT_OUT: dict[str, str] = {
     "SERVER_PORT": "the CI's port for `vllm serve`; Serve's proxy has its own",
@@ -46,8 +57,6 @@ ENVS_LEFT_OUT: dict[str, str] = {
 }
 #: A variable name a process can read from its environment.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: A shell expansion in a tutorial's ``export`` value: ``$local_ip``, ``${NAME}``.
-_SHELL_VARIABLE = re.compile(r"\$\{?(\w+)")
 
 
 class Dropped(BaseModel):
@@ -104,7 +113,7 @@ def find_run(key: str, tag: str) -> ServeRun:
         other = runs.setdefault(run_key(run).lower(), run)
         if other is not run:
             raise LookupError(
-                f"two runs of {tag}'s nightly CI are named {run_key(run)!r} "
+                f"two runs of {tag} are named {run_key(run)!r} "
                 f"({other.path}:{other.line} and {run.path}:{run.line}); "
                 "ray_serve_npu.model_recipes.run_key must tell them apart"
             )
@@ -133,6 +142,8 @@ def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     for key, value in run.settings.items():
         if key in SERVE_DOES:
             dropped.append(Dropped(name=key, why=SERVE_DOES[key]))
+        elif key in UNSAFE_SETTINGS:
+            dropped.append(Dropped(name=key, why=UNSAFE_SETTINGS[key]))
         elif key not in takes:
             dropped.append(Dropped(name=key, why="not an engine argument of Ray Serve LLM"))
         else:
@@ -141,12 +152,13 @@ def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     for name, value in run.envs.items():
         if name in ENVS_LEFT_OUT:
             dropped.append(Dropped(name=name, why=ENVS_LEFT_OUT[name]))
-        elif shell := _SHELL_VARIABLE.search(value):
+        elif shell := SHELL_EXPANSION.search(value):
             dropped.append(
                 Dropped(
                     name=name,
-                    why=f"its value holds ${shell[1]}, which the shell expands on each node "
-                    f"when the tutorial's script runs: set {name} where `ray start` runs",
+                    why=f"its value holds ${shell['name'] or '(...)'}, which the shell "
+                    f"expands on each node when the tutorial's script runs: set {name} where "
+                    "`ray start` runs",
                 )
             )
         elif not _ENV_NAME.match(name):

@@ -55,29 +55,50 @@ class VLLMServe:
         return iter(self.options)
 
 
+#: A shell expansion in a word: ``$NAME``, ``${NAME}``, ``$1``, ``$(command)``.
+SHELL_EXPANSION = re.compile(r"\$(?:\{?(?P<name>\w+)|\()")
+
 #: The most lines one quoted word may span (``--additional-config '{`` ... ``}'``); a quote
 #: still open after as many is read as an unbalanced one, word by word.
 QUOTED_LINES_MAX = 64
+#: A quote that opens a JSON object or list, the only quoted words read over several
+#: lines: an apostrophe in prose (``echo Don't``) must not swallow the next command.
+_OPENS_JSON = re.compile(r"""(?:^|[\s=])(['"])[\[{]""")
 
 
-def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int] | None:
-    """The words of the lines from ``start`` on, as far as a quote opened there runs,
-    and how many lines they take; None where no quote closes."""
+def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int, int] | None:
+    """The words of the lines from ``start`` on, as far as a JSON value whose quote opens
+    on that line runs, how many lines they take, and how many of the words follow the
+    value on its last line; None where no such quote opens, or none closes in
+    :data:`QUOTED_LINES_MAX` lines."""
+    first = physical[start].strip()
+    opened = _OPENS_JSON.search(first)
+    if opened is None:
+        return None
     for end in range(start + 1, min(start + QUOTED_LINES_MAX, len(physical))):
-        joined = "\n".join(line.strip() for line in physical[start : end + 1])
+        # Inside the quote, a line is kept as written: its indentation is the value's.
+        joined = "\n".join([first, *physical[start + 1 : end + 1]]).rstrip()
         body = joined[:-1] if joined.endswith("\\") else joined
         try:
-            return shlex.split(body, comments=True), end + 1 - start
+            words = shlex.split(body, comments=True)
         except ValueError:
             continue
+        # The words after the value, on its last line: after the quote that closes it.
+        last = physical[end].strip().removesuffix("\\")
+        closing = last.rfind(opened[1])
+        try:
+            after = len(shlex.split(last[closing + 1 :], comments=True))
+        except ValueError:
+            after = 0
+        return words, end + 1 - start, after
     return None
 
 
 def shell_commands(text: str, first_line: int = 1) -> list[tuple[list[tuple[str, int]], int]]:
     """The commands of a shell script as the shell splits them, each with its first line:
-    backslash continuations joined, a quoted word that runs over several lines read whole,
-    comments left out. Each word comes with the line it starts on; a line whose quote
-    never closes is split at its blanks."""
+    backslash continuations joined, a quoted JSON value that runs over several lines read
+    whole, comments left out. Each word comes with the line it starts on; a line whose
+    quote never closes is split at its blanks."""
     commands: list[tuple[list[tuple[str, int]], int]] = []
     words: list[tuple[str, int]] = []
     start = first_line
@@ -92,14 +113,22 @@ def shell_commands(text: str, first_line: int = 1) -> list[tuple[list[tuple[str,
             index += 1
             continue
         body = stripped[:-1] if stripped.endswith("\\") else stripped
-        taken = 1
         try:
-            split = shlex.split(body, comments=True)
+            words.extend((word, number) for word in shlex.split(body, comments=True))
+            index += 1
         except ValueError:
             span = _quoted_span(physical, index)
-            split, taken = span if span else (body.split(), 1)
-        words.extend((word, number) for word in split)
-        index += taken
+            if span is None:
+                words.extend((word, number) for word in body.split())
+                index += 1
+            else:
+                split, taken, after = span
+                last_line = number + taken - 1
+                words.extend(
+                    (word, last_line if at >= len(split) - after else number)
+                    for at, word in enumerate(split)
+                )
+                index += taken
         if not physical[index - 1].strip().endswith("\\") and words:
             commands.append((words, start))
             words = []

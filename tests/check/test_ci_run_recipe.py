@@ -28,7 +28,9 @@ def test_every_run_the_recipe_serves_is_judged() -> None:
     assert {d.model.value for d in parsed.deployments if d.model} == {r.model for r in runs}
 
 
-def test_the_ci_runs_hold_no_error_under_their_releases_rules_and_findings_name_the_run() -> None:
+def test_only_the_runs_the_models_page_names_as_refused_hold_errors_and_findings_name_the_run() -> (
+    None
+):
     report = check_paths([RECIPE], release=SERVE_LLM_RELEASE.tag)
     assert report.checked == 1 and report.unreadable == []
     # The CI's runs hold none; the DeepSeek-V4-Pro tutorial's A2 command holds two,

@@ -98,3 +98,31 @@ def test_a_value_the_shell_fills_is_unread_not_invalid(tmp_path: Path) -> None:
     # A literal the flag doesn't take is still an error.
     assert ("vllm-invalid-value", "`--max-model-len`") in findings
     assert [rule for rule, said in findings if "$" in said] == ["shell-value-unread"] * 2
+
+
+def test_an_opener_a_fenced_block_shows_opens_nothing(tmp_path: Path) -> None:
+    # A page that shows MkDocs syntax carries no warning of its own.
+    shown = "```markdown\n!!! warning\n    text\n```\n\n"
+    dashboard = "```bash\nray start --head --dashboard-host=0.0.0.0\n```\n"
+    assert ("ray-bound-to-all-interfaces", 7) in _found(_page(tmp_path, shown + dashboard))
+
+
+def test_an_apostrophe_in_prose_doesnt_swallow_the_next_command(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "echo Don't forget\n"
+        "vllm serve /models/m --host 127.0.0.1 --max-model-len abc\n"
+        "echo It's ready\n"
+    )
+    assert ("vllm-invalid-value", 2) in _found(script)
+
+
+def test_a_word_after_a_multi_line_value_keeps_its_own_line(tmp_path: Path) -> None:
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "vllm serve /models/m --host 127.0.0.1 \\\n"
+        "  --speculative-config '{\n"  # 2
+        '     "method": "mtp"\n'
+        "  }' --max-num-seqs x\n"  # 4
+    )
+    assert ("vllm-invalid-value", 4) in _found(script)

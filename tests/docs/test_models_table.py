@@ -98,6 +98,8 @@ def test_every_config_set_aside_is_listed_with_why(language: str) -> None:
     # A tutorial's prefill/decode deployment: its page doesn't state the nodes in a form
     # the reader takes.
     assert rows["DeepSeek-V4-Pro.md"][2] == words["not_stated"]
+    # The name serve_model.py takes, to say why it builds no recipe.
+    assert rows["DeepSeek-V4-Pro.md"][1].endswith("(DeepSeek-V4-Pro-PD)")
     assert rows["Qwen3-235B-disagg-pd.yaml"][3] == words["prefill_decode"].format(
         connector="MooncakeConnectorV1"
     ).replace("`", "")

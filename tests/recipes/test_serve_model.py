@@ -88,3 +88,25 @@ def test_a_run_the_checker_refuses_is_not_started_and_the_errors_are_named() -> 
     assert "--show DeepSeek-V4-Pro-A2" in refused.stderr.splitlines()[-1]
     # Its further nodes' shell variables are left out, each with why.
     assert "serve_model.py: leaves out HCCL_IF_IP: its value holds $local_ip" in refused.stderr
+
+
+def test_the_refusal_holds_without_the_check_extra(tmp_path: Path) -> None:
+    # The vLLM-Ascend image installs ray-serve-npu without the `check` extra: no Markdown
+    # parser, no JSON Schema library. serve_model.py still checks the run it builds.
+    wrapper = tmp_path / "without_check_extra.py"
+    wrapper.write_text(
+        "import importlib.abc, runpy, sys\n"
+        "class Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in ('markdown_it', 'mdit_py_plugins', 'jsonschema'):\n"
+        "            raise ImportError(name, name=name)\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        f"sys.argv = [{str(SCRIPT)!r}, 'DeepSeek-V4-Pro-A2']\n"
+        f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+    )
+    env = {**os.environ, "MODEL_PATH": "/models/DeepSeek-V4-Pro-w4a8-mtp"}
+    done = subprocess.run(
+        [sys.executable, wrapper], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "serve_model.py: DeepSeek-V4-Pro-A2 would stop at start-up" in done.stderr

@@ -8,6 +8,7 @@ import pytest
 from ray_serve_npu.model_recipes import (
     ENVS_LEFT_OUT,
     SERVE_DOES,
+    UNSAFE_SETTINGS,
     find_run,
     not_built_because,
     recipe_for,
@@ -78,8 +79,9 @@ def test_a_variable_no_process_can_read_is_left_out() -> None:
 def test_every_run_becomes_engine_keywords_ray_serve_llm_takes(run) -> None:
     recipe = recipe_for(run, "/w")
     # Nothing left out for not being an engine keyword: every flag the CI gives is one
-    # Ray Serve LLM takes, or one whose job Serve does.
-    assert [d for d in recipe.dropped if d.name not in SERVE_DOES | ENVS_LEFT_OUT] == [
+    # Ray Serve LLM takes, one whose job Serve does, or one that opens the endpoint.
+    left_out = SERVE_DOES | UNSAFE_SETTINGS | ENVS_LEFT_OUT
+    assert [d for d in recipe.dropped if d.name not in left_out] == [
         d for d in recipe.dropped if "-" in d.name
     ]
     takes = set(stored_flags(SERVE_LLM_RELEASE.vllm).engine_kwargs)
@@ -150,3 +152,13 @@ def test_a_multi_node_config_of_no_one_engine_names_why_it_has_no_recipe(
     assert "has no Ray Serve LLM recipe: " in str(error.value) and why in str(error.value)
     (config,) = [c for c in set_aside_configs(tag) if c.name == name]
     assert why in not_built_because(config)
+
+
+def test_a_local_media_path_is_left_out_with_why() -> None:
+    # Kimi-K2.5's two-node CI config lets API requests read local files under `/`.
+    run = find_run("Kimi-K2_5-W4A8-A2-dual-nodes", TAG)
+    assert run.settings["allowed_local_media_path"] == "/"
+    recipe = recipe_for(run, "/models/Kimi-K2.5-W4A8")
+    assert "allowed_local_media_path" not in recipe.llm_config["engine_kwargs"]
+    why = {d.name: d.why for d in recipe.dropped}["allowed_local_media_path"]
+    assert why == UNSAFE_SETTINGS["allowed_local_media_path"] and "security risk" in why

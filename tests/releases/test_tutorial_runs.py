@@ -32,6 +32,8 @@ def test_deepseek_v4_pro_runs_on_four_a2_nodes_or_two_a3_nodes() -> None:
     a2, a3 = runs["DeepSeek-V4-Pro-A2"], runs["DeepSeek-V4-Pro-A3"]
     assert (a2.node_kind, a2.nodes, a2.data_parallel, a2.tensor_parallel) == ("A2", 4, 4, 8)
     assert (a3.node_kind, a3.nodes, a3.data_parallel, a3.tensor_parallel) == ("A3", 2, 2, 16)
+    # Each read with its further nodes' command, which sets what the first node sets.
+    assert len(a2.other_nodes_argv) == len(a3.other_nodes_argv) == 1
     assert a2.model == "vllm-ascend/DeepSeek-V4-Pro-w4a8-mtp" and a2.speculative_method == "mtp"
     # Read from the page's own line: the first node's `vllm serve`.
     page = (TUTORIALS_DIR / TAG / "DeepSeek-V4-Pro.md").read_text().splitlines()
@@ -42,40 +44,70 @@ def test_deepseek_v4_pro_runs_on_four_a2_nodes_or_two_a3_nodes() -> None:
 def test_a_page_without_a_node_kinds_tab_gives_a_run_of_no_node_kind() -> None:
     (kimi,) = [run for run in tutorial_runs(TAG) if run.name == "Kimi-K2.6"]
     assert (kimi.node_kind, kimi.nodes, kimi.npus) == (None, 1, 16)
+    assert kimi.other_nodes_argv == ()
 
 
 def test_prefill_decode_commands_set_their_page_aside_once_with_the_connector() -> None:
     configs = {c.name: c for c in tutorial_set_aside(TAG)}
-    assert set(configs) == {"DeepSeek-V4-Pro", "Kimi-K2.6"}
-    assert configs["DeepSeek-V4-Pro"].connector == "MooncakeHybridConnector"
-    assert configs["DeepSeek-V4-Pro"].layout == "prefill_decode"
-    assert configs["DeepSeek-V4-Pro"].nodes is None
+    # Named apart from the runs: `Kimi-K2.6` is the page's single-node run.
+    assert set(configs) == {"DeepSeek-V4-Pro-PD", "Kimi-K2.6-PD"}
+    assert configs["DeepSeek-V4-Pro-PD"].connector == "MooncakeHybridConnector"
+    assert configs["DeepSeek-V4-Pro-PD"].layout == "prefill_decode"
+    assert configs["DeepSeek-V4-Pro-PD"].nodes is None
 
 
-def test_a_further_nodes_command_and_a_tab_of_no_node_kind_are_read_as_such(
-    tmp_path: Path,
-) -> None:
+def _planted(tmp_path: Path, second_node: str, tab: str = "A3 series") -> Path:
     page = tmp_path / "Planted.md"
     page.write_text(
         '=== "A3 series"\n\n'
         "    ```bash\n"
         "    export OMP_NUM_THREADS=10\n"
         "    vllm serve org/Planted --data-parallel-size 2 --data-parallel-size-local 1 \\\n"
-        "      --tensor-parallel-size 16 --additional-config '{\n"
+        "      --tensor-parallel-size 16 --max-model-len 4096 --additional-config '{\n"
         '        "enable_cpu_binding": true\n'
         "      }'\n"
         "    ```\n\n"
-        '=== "Node 1"\n\n'
+        f'=== "{tab}"\n\n'
         "    ```bash\n"
-        "    vllm serve org/Planted --headless --data-parallel-size 2 \\\n"
+        "    export OMP_NUM_THREADS=10\n"
+        f"    vllm serve org/Planted --headless --data-parallel-size 2 {second_node} \\\n"
         "      --data-parallel-start-rank 1 --tensor-parallel-size 16\n"
         "    ```\n"
+    )
+    return page
+
+
+def test_a_further_nodes_command_joins_the_first_nodes_run(tmp_path: Path) -> None:
+    page = _planted(
+        tmp_path,
+        "--data-parallel-size-local 1 --max-model-len 4096 "
+        "--additional-config '{\"enable_cpu_binding\": true}'",
     )
     found = page_runs(TAG, page)
     (run,) = found["runs"]
     assert (run["name"], run["line"], run["node_kind"], run["nodes"]) == ("Planted-A3", 5, "A3", 2)
     assert run["envs"] == {"OMP_NUM_THREADS": "10"} and found["set_aside"] == []
-    assert "--additional-config" in run["argv"]
+    (other,) = run["other_nodes_argv"]
+    assert "--headless" in other and "--additional-config" in run["argv"]
+
+
+def test_a_further_node_that_sets_a_setting_its_own_way_stops_the_read(tmp_path: Path) -> None:
+    page = _planted(tmp_path, "--data-parallel-size-local 1 --max-model-len 8192")
+    with pytest.raises(ValueError, match=r"Planted.md:5: the nodes of Planted-A3 set "):
+        page_runs(TAG, page)
+
+
+def test_a_further_node_with_no_first_node_of_its_kind_stops_the_read(tmp_path: Path) -> None:
+    page = _planted(tmp_path, "--data-parallel-size-local 1", tab="Node 1")
+    with pytest.raises(ValueError, match=r"Planted.md:15: a further node's command"):
+        page_runs(TAG, page)
+
+
+def test_a_value_the_shell_fills_stops_the_read_naming_the_line(tmp_path: Path) -> None:
+    page = tmp_path / "Script.md"
+    page.write_text("```bash\nvllm serve org/M \\\n  --tensor-parallel-size $7\n```\n")
+    with pytest.raises(ValueError, match=r"Script.md:2: argument --tensor-parallel-size"):
+        page_runs(TAG, page)
 
 
 def test_the_recipe_leaves_out_what_each_node_or_ray_sets_with_why() -> None:

@@ -19,7 +19,6 @@ from ray_serve_npu.check.checks import CHECKS, image_release
 from ray_serve_npu.check.cmdline import parse_commands
 from ray_serve_npu.check.compose import parse_compose
 from ray_serve_npu.check.findings import Finding, Severity
-from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
 from ray_serve_npu.check.model import Deployment, ParsedFile
 from ray_serve_npu.check.problems import InputError, NothingToCheck, read_text
 from ray_serve_npu.check.recipe import RecipeError, parse_recipe, run_deployment
@@ -30,8 +29,6 @@ from ray_serve_npu.check.rules import (
     load_rules,
     no_rules,
 )
-from ray_serve_npu.check.serve_yaml import SERVE_YAML_VERSION, parse_rayservice, parse_serve_yaml
-from ray_serve_npu.check.validation import validate_compose
 from ray_serve_npu.check.yamlnodes import Document, load_documents
 from ray_serve_npu.releases import RELEASES
 from ray_serve_npu.releases.nightly import ServeRun
@@ -80,6 +77,15 @@ def _parse_yaml(path: str, text: str, first_line: int = 1, page: bool = False) -
     A YAML file must hold one; a page's YAML block may be anything, since pages show
     other YAML too.
     """
+    # Imported here, as the Markdown reader is: they need the `check` extra's packages,
+    # which check_serve_run doesn't, in the image where serve_model.py runs.
+    from ray_serve_npu.check.serve_yaml import (
+        SERVE_YAML_VERSION,
+        parse_rayservice,
+        parse_serve_yaml,
+    )
+    from ray_serve_npu.check.validation import validate_compose
+
     documents = load_documents(text, first_line)
     deployments: list[Deployment] = []
     # The same documents as Ray reads Serve configs, parsed once if a Serve config is found.
@@ -154,6 +160,8 @@ def parse_file(
         elif suffix in (".yaml", ".yml"):
             parsed.deployments = _parse_yaml(name, text)
         elif suffix == ".md":
+            from ray_serve_npu.check.markdown import SHELL, YAML, code_blocks, has_warning
+
             parsed.has_warning = has_warning(text)
             for language, body, first in code_blocks(text):
                 if language in SHELL:

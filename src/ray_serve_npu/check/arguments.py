@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from typing import Any
 
 from ray_serve_npu.check.model import Deployment, Setting
 from ray_serve_npu.check.problems import InputError
+from ray_serve_npu.vllm_cli import SHELL_EXPANSION
 from ray_serve_npu.vllm_flags import ParseError, StoredFlags, is_flag, read_flags, suggest
-
-#: A shell expansion in a word: ``$NAME``, ``${NAME}``, ``$1``, ``$(command)``.
-_SHELL_EXPANSION = re.compile(r"\$(?:\w|\{|\()")
 
 
 def _plain_value(token: str) -> Any:
@@ -104,7 +101,7 @@ def judge_arguments(deployment: Deployment, flags: StoredFlags) -> None:
         try:
             value = getattr(parser.parse_args(flag.argv()), action.dest)
         except ParseError as error:
-            if any(_SHELL_EXPANSION.search(word) for word in flag.argv()):
+            if any(SHELL_EXPANSION.search(word) for word in flag.argv()):
                 # The shell decides the value at run time; what it holds is not on the page.
                 said = " ".join(flag.argv())
                 deployment.shell_values.append(Setting(value=said, line=line))

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import DATA_DIR, release
-from ray_serve_npu.vllm_flags import read_flags, stored_flags
+from ray_serve_npu.vllm_flags import ParseError, read_flags, stored_flags
 
 #: Where the copies live, one folder per release tag.
 NIGHTLY_DIR = DATA_DIR / "nightly"
@@ -262,7 +262,7 @@ def read_run(
 ) -> ServeRun:
     """A run of release ``tag``: ``argv``, the words after ``vllm serve MODEL``, read as
     the release's vLLM reads them."""
-    settings = stored_flags(release(tag).vllm).given(argv)
+    settings = settings_of(tag, argv, f"{path}:{line}")
     speculative = settings.get("speculative_config") or {}
     return ServeRun(
         release=tag,
@@ -338,14 +338,35 @@ def _node_words(deployment: dict[str, Any], where: str) -> tuple[dict[str, str],
     return envs, words[3:]
 
 
-def _differences(vllm: Any, nodes: list[tuple[dict[str, str], list[str]]]) -> tuple[str, ...]:
+def settings_of(tag: str, argv: list[str], where: str) -> dict[str, Any]:
+    """Each setting ``argv`` gives, by its engine keyword, as release ``tag``'s vLLM parses
+    it; a ValueError names ``where`` (``FILE:LINE``) for a value that vLLM refuses, such
+    as one a shell variable would fill."""
+    try:
+        return stored_flags(release(tag).vllm).given(argv)
+    except ParseError as error:
+        raise ValueError(
+            f"{where}: {error}: a run's values must be written out, not filled by the shell "
+            "when the command runs; set the config or page aside in "
+            "ray_serve_npu/releases/, with why"
+        ) from None
+
+
+def node_differences(
+    tag: str, nodes: list[tuple[dict[str, str], list[str], str]]
+) -> tuple[str, ...]:
     """The engine settings and variables some node sets unlike the first, less those each
-    node sets for itself (PER_NODE_SETTINGS)."""
-    envs, argv = nodes[0]
-    head = {k: v for k, v in vllm.given(argv).items() if k not in PER_NODE_SETTINGS}
+    node sets for itself (PER_NODE_SETTINGS); each node is its environment, its words and
+    where they are written."""
+    envs, argv, where = nodes[0]
+    head = {k: v for k, v in settings_of(tag, argv, where).items() if k not in PER_NODE_SETTINGS}
     differ: set[str] = set()
-    for other_envs, other in nodes[1:]:
-        given = {k: v for k, v in vllm.given(other).items() if k not in PER_NODE_SETTINGS}
+    for other_envs, other, other_where in nodes[1:]:
+        given = {
+            k: v
+            for k, v in settings_of(tag, other, other_where).items()
+            if k not in PER_NODE_SETTINGS
+        }
         differ |= {k for k in head.keys() | given.keys() if head.get(k) != given.get(k)}
         differ |= {k for k in envs.keys() | other_envs.keys() if envs.get(k) != other_envs.get(k)}
     return tuple(sorted(differ))
@@ -354,20 +375,19 @@ def _differences(vllm: Any, nodes: list[tuple[dict[str, str], list[str]]]) -> tu
 def _multi_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAside]]:
     """The runs of the internal data-parallel configs, and the configs set aside."""
     runs, set_aside = [], []
-    vllm = stored_flags(release(tag).vllm)
     for path in sorted((folder / INTERNAL_DP_DIR).glob("*.yaml")):
         config, root = _load(path)
         upstream = f"{UPSTREAM_NIGHTLY}/{INTERNAL_DP_DIR}/{path.name}"
         entries = root["deployment"].value
         nodes = [
-            _node_words(d, f"{upstream}:{n.start_mark.line + 1}")
+            (*_node_words(d, where := f"{upstream}:{n.start_mark.line + 1}"), where)
             for d, n in zip(config["deployment"], entries, strict=True)
         ]
         if (config.get("disaggregated_prefill") or {}).get("enabled"):
             set_aside.append(_set_aside(tag, upstream, config, root, "prefill_decode", nodes[0][1]))
             continue
-        envs, argv = nodes[0]
-        differ = _differences(vllm, nodes)
+        envs, argv, _ = nodes[0]
+        differ = node_differences(tag, nodes)
         if differ:
             set_aside.append(
                 _set_aside(tag, upstream, config, root, "nodes_differ", argv, differ=differ)
@@ -376,7 +396,7 @@ def _multi_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAs
         case = {"model": config["model"], "envs": envs}
         # The line of the first node's command, which the run is read from.
         line = _mapping(entries[0])["server_cmd"].start_mark.line + 1
-        others = tuple(tuple(words) for _, words in nodes[1:])
+        others = tuple(tuple(words) for _, words, _ in nodes[1:])
         runs.append(_ci_run(tag, upstream, path.stem, case, argv, line, len(nodes), others))
     for path in sorted((folder / EXTERNAL_DP_DIR).glob("*.yaml")):
         config, root = _load(path)

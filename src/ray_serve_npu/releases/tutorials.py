@@ -37,6 +37,7 @@ def _run(tag: str, entry: dict[str, Any]) -> ServeRun:
         entry["argv"],
         node_kind=entry["node_kind"],
         nodes=entry["nodes"],
+        other_nodes_argv=tuple(tuple(argv) for argv in entry["other_nodes_argv"]),
     )
 
 
