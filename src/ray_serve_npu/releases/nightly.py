@@ -258,7 +258,7 @@ def read_run(
     node_kind: str | None,
     nodes: int = 1,
     other_nodes_argv: tuple[tuple[str, ...], ...] = (),
-    schedule: tuple[Scheduled, ...] = (),
+    scheduled: tuple[Scheduled, ...] = (),
 ) -> ServeRun:
     """A run of release ``tag``: ``argv``, the words after ``vllm serve MODEL``, read as
     the release's vLLM reads them."""
@@ -282,7 +282,7 @@ def read_run(
         quantization=settings.get("quantization"),
         speculative_method=speculative.get("method"),
         speculative_tokens=speculative.get("num_speculative_tokens"),
-        schedule=schedule,
+        schedule=scheduled,
         nodes=nodes,
         other_nodes_argv=other_nodes_argv,
     )
@@ -311,7 +311,7 @@ def _ci_run(
         node_kind=named[1].upper() if named else None,
         nodes=nodes,
         other_nodes_argv=other_nodes_argv,
-        schedule=_scheduled(tag, file_name, nodes),
+        scheduled=_scheduled(tag, file_name, nodes),
     )
 
 
