@@ -33,6 +33,7 @@ from ray_serve_npu.check.checks.node import (
 )
 from ray_serve_npu.check.checks.security import (
     check_kernel_tuning_in_container,
+    check_local_media_path,
     check_open_endpoint,
     check_privileged,
     check_ray_bind_all,
@@ -59,6 +60,7 @@ CHECKS: dict[str, Check] = {
     "kernel_tuning_in_container": check_kernel_tuning_in_container,
     "ray_bind_all": check_ray_bind_all,
     "open_endpoint": check_open_endpoint,
+    "local_media_path": check_local_media_path,
     "secrets": check_secrets,
     "writable_host_mount": check_writable_host_mount,
     "unread_values": check_unread_values,

@@ -62,6 +62,15 @@ def check_open_endpoint(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[
     return findings
 
 
+def check_local_media_path(rule: Rule, parsed: ParsedFile, rules: RuleSet) -> list[Finding]:
+    """A deployment that lets its clients read local files through the engine."""
+    return [
+        finding(rule, dep, path.line, f"`allowed_local_media_path` {path.value}: " + rule.what)
+        for dep in parsed.deployments
+        if (path := dep.engine.get("allowed_local_media_path")) is not None and path.value
+    ]
+
+
 # Compose's interpolation (compose-spec, "Interpolation"): `$NAME`, `${NAME}`, and
 # `${NAME<op>ARG}` with op `:-`/`-` (default), `:+`/`+` (alternative), `:?`/`?` (error).
 _REFERENCE = re.compile(r"\$(?P<bare>\w+)|\$\{\w+(?:(?P<op>:?[-+?])(?P<arg>.*))?\}", re.DOTALL)
