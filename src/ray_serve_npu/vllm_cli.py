@@ -64,6 +64,7 @@ QUOTED_LINES_MAX = 64
 #: A quote that opens a JSON object or list, the only quoted words read over several
 #: lines: an apostrophe in prose (``echo Don't``) must not swallow the next command.
 _OPENS_JSON = re.compile(r"""(?:^|[\s=])(['"])[\[{]""")
+_QUOTE_AT_END = re.compile(r"""(?:^|[\s=])(['"])$""")
 
 
 def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int, int] | None:
@@ -73,6 +74,9 @@ def _quoted_span(physical: list[str], start: int) -> tuple[list[str], int, int] 
     :data:`QUOTED_LINES_MAX` lines."""
     first = physical[start].strip()
     opened = _OPENS_JSON.search(first)
+    if opened is None and start + 1 < len(physical) and physical[start + 1].lstrip()[:1] in "{[":
+        # The quote ends its line and the value starts the next (`--additional-config '`).
+        opened = _QUOTE_AT_END.search(first.removesuffix("\\").rstrip())
     if opened is None:
         return None
     for end in range(start + 1, min(start + QUOTED_LINES_MAX, len(physical))):

@@ -10,13 +10,14 @@ import pytest
 from ray_serve_npu_tooling.tutorial_runs import page_runs, runs_file_text
 
 from ray_serve_npu.model_recipes import ENVS_LEFT_OUT, find_run, recipe_for
-from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases import RELEASES, SERVE_LLM_RELEASE
 from ray_serve_npu.releases.tutorials import (
     RUNS_FILE,
     TUTORIALS_DIR,
     tutorial_runs,
     tutorial_set_aside,
 )
+from ray_serve_npu.vllm_flags import stored_flags
 
 TAG = SERVE_LLM_RELEASE.tag
 
@@ -124,3 +125,17 @@ def test_the_recipe_leaves_out_what_each_node_or_ray_sets_with_why() -> None:
     assert {d.name: d.why for d in a2.dropped}["ASCEND_RT_VISIBLE_DEVICES"] == (
         ENVS_LEFT_OUT["ASCEND_RT_VISIBLE_DEVICES"]
     )
+
+
+def test_the_release_datas_deepseek_v4_flash_runs_are_what_the_page_gives() -> None:
+    # The release data transcribes the tutorial by hand; the reader reads the page itself.
+    page = Path(__file__).parent / "data" / TAG / "DeepSeek-V4-Flash.md"
+    read = {run["node_kind"]: run for run in page_runs(TAG, page)["runs"]}
+    tutorial = RELEASES[TAG].deepseek_v4_flash
+    assert set(read) == set(tutorial.runs) == {"A2", "A3"}
+    flags = stored_flags(RELEASES[TAG].vllm)
+    for kind, run in tutorial.runs.items():
+        first, last = (int(n) for n in run.lines.split("-"))
+        assert first <= read[kind]["line"] <= last, kind
+        assert flags.given(read[kind]["argv"]) == flags.given(run.serve_words()), kind
+        assert read[kind]["envs"] == run.env, kind
