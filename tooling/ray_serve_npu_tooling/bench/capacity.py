@@ -24,6 +24,8 @@ from bench.results import PointResult
 from bench.runner import run_point
 from pydantic import BaseModel, computed_field
 
+from .processes import PROCESS_GONE, process_title
+
 #: Ray names its worker processes after what they run: Serve's HTTP proxy, and each
 #: replica as ``ray::ServeReplica:<app>:<deployment>``.
 PROXY_TITLE = "ray::ProxyActor"
@@ -49,14 +51,14 @@ def serve_path_cpu_seconds(processes: Iterable[psutil.Process]) -> float:
     """
     total, found = 0.0, 0
     for process in processes:
-        try:
-            title = " ".join(process.cmdline()[:1])
-            if title.startswith(SERVE_PATH_PROCESSES):
-                times = process.cpu_times()
-                total += times.user + times.system
-                found += 1
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        if not (process_title(process) or "").startswith(SERVE_PATH_PROCESSES):
             continue
+        try:
+            times = process.cpu_times()
+        except PROCESS_GONE:
+            continue
+        total += times.user + times.system
+        found += 1
     if not found:
         raise RuntimeError(
             f"no process of the cluster is titled {' or '.join(SERVE_PATH_PROCESSES)}: "

@@ -27,6 +27,7 @@ from bench.runner import run_point
 from pydantic import BaseModel, computed_field
 
 from .capacity import PROXY_TITLE, REPLICA_TITLE
+from .processes import process_title
 
 #: Samples per second and process (py-spy's default).
 RATE_HZ = 100
@@ -43,10 +44,7 @@ def request_path_processes(processes: Iterable[psutil.Process], app: str) -> dic
     by role: ``ProxyActor`` and each of the app's deployments."""
     roles: dict[str, int] = {}
     for process in processes:
-        try:
-            title = " ".join(process.cmdline()[:1])
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
+        title = process_title(process) or ""
         if title.startswith(PROXY_TITLE):
             roles["ProxyActor"] = process.pid
         elif title.startswith(f"{REPLICA_TITLE}{app}:"):

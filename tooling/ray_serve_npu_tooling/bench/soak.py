@@ -26,6 +26,7 @@ import psutil
 
 from ray_serve_npu_tooling.stream_client import StreamOutcome, stream_chat
 
+from .processes import PROCESS_GONE, process_title
 from .soak_figures import Minute, Percentiles, SoakRun, SoakSettings
 
 #: ``30m``, ``1h``: a duration as the command line gives it, in whole minutes, the
@@ -57,14 +58,14 @@ def serving_memory(processes: Iterable[psutil.Process]) -> dict[str, float]:
     :data:`SERVING_TITLES` names."""
     found = {}
     for process in processes:
-        try:
-            words = process.cmdline()
-            rss = process.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        title = _RUNNING_METHOD.sub("", process_title(process) or "")
+        if not title.startswith(SERVING_TITLES) or title == IDLE_TITLE:
             continue
-        title = _RUNNING_METHOD.sub("", words[0].strip()) if words else ""
-        if title.startswith(SERVING_TITLES) and title != IDLE_TITLE:
-            found[f"{title} (pid {process.pid})"] = round(rss / 2**20, 1)
+        try:
+            rss = process.memory_info().rss
+        except PROCESS_GONE:
+            continue
+        found[f"{title} (pid {process.pid})"] = round(rss / 2**20, 1)
     return dict(sorted(found.items()))
 
 
