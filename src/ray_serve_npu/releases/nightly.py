@@ -291,13 +291,15 @@ def read_run(
 def _ci_run(
     tag: str,
     path: str,
-    name: str,
-    case: dict[str, Any],
-    argv: list[str],
     line: int,
+    name: str,
+    model: str,
+    envs: dict[str, Any],
+    argv: list[str],
     nodes: int = 1,
     other_nodes_argv: tuple[tuple[str, ...], ...] = (),
 ) -> ServeRun:
+    """A run of the CI: its node kind from its file's or its name's end, its schedule."""
     file_name = path.rsplit("/", 1)[1]
     named = _NODE_KIND.search(file_name.removesuffix(".yaml")) or _NODE_KIND.search(name)
     return read_run(
@@ -305,8 +307,8 @@ def _ci_run(
         path,
         line,
         name,
-        case["model"],
-        {k: str(v) for k, v in case["envs"].items()},
+        model,
+        {k: str(v) for k, v in envs.items()},
         argv,
         node_kind=named[1].upper() if named else None,
         nodes=nodes,
@@ -323,7 +325,11 @@ def _single_node_runs(tag: str, folder: Path) -> list[ServeRun]:
             if case.get("service_mode", "openai") == "openai":
                 line = node.start_mark.line + 1
                 upstream = f"{UPSTREAM_DIR}/{path.name}"
-                runs.append(_ci_run(tag, upstream, case["name"], case, _argv(case), line))
+                runs.append(
+                    _ci_run(
+                        tag, upstream, line, case["name"], case["model"], case["envs"], _argv(case)
+                    )
+                )
     return runs
 
 
@@ -393,11 +399,12 @@ def _multi_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAs
                 _set_aside(tag, upstream, config, root, "nodes_differ", argv, differ=differ)
             )
             continue
-        case = {"model": config["model"], "envs": envs}
         # The line of the first node's command, which the run is read from.
         line = _mapping(entries[0])["server_cmd"].start_mark.line + 1
         others = tuple(tuple(words) for _, words, _ in nodes[1:])
-        runs.append(_ci_run(tag, upstream, path.stem, case, argv, line, len(nodes), others))
+        runs.append(
+            _ci_run(tag, upstream, line, path.stem, config["model"], envs, argv, len(nodes), others)
+        )
     for path in sorted((folder / EXTERNAL_DP_DIR).glob("*.yaml")):
         config, root = _load(path)
         upstream = f"{UPSTREAM_NIGHTLY}/{EXTERNAL_DP_DIR}/{path.name}"
