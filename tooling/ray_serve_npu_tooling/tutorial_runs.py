@@ -92,7 +92,7 @@ def page_runs(tag: str, path: Path) -> dict[str, list[dict[str, Any]]]:
                         }
                     )
                 continue
-            given = settings_of(tag, argv, where)
+            given, envs = settings_of(tag, argv, where), _exports(before)
             kinds = [m[1].upper() for t in tabs[line - 1] if (m := _TAB_NODE_KIND.search(t))]
             kind = kinds[-1] if kinds else None
             if given.get("headless") or given.get("data_parallel_start_rank"):
@@ -103,7 +103,7 @@ def page_runs(tag: str, path: Path) -> dict[str, list[dict[str, Any]]]:
                         f"{where}: a further node's command (--headless, or a start rank "
                         "above 0) with no first node's command of its node kind above it"
                     )
-                nodes[first[-1]].append((_exports(before), argv, where))
+                nodes[first[-1]].append((envs, argv, where))
                 continue
             dp, local = given.get("data_parallel_size") or 1, given.get("data_parallel_size_local")
             runs.append(
@@ -114,11 +114,11 @@ def page_runs(tag: str, path: Path) -> dict[str, list[dict[str, Any]]]:
                     "model": _model(words[2]),
                     "node_kind": kind,
                     "nodes": -(-dp // local) if local else 1,
-                    "envs": _exports(before),
+                    "envs": envs,
                     "argv": argv,
                 }
             )
-            nodes.append([(_exports(before), argv, where)])
+            nodes.append([(envs, argv, where)])
     for run, run_nodes in zip(runs, nodes, strict=True):
         run["other_nodes_argv"] = [argv for _, argv, _ in run_nodes[1:]]
         if differ := node_differences(tag, run_nodes):
