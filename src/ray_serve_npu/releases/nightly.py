@@ -103,15 +103,6 @@ class ServeRun(BaseModel):
     #: Each setting ``argv`` gives, by its engine keyword, as the release's vLLM parses
     #: it: only what the words give, never a default.
     settings: dict[str, Any]
-    tensor_parallel: int
-    data_parallel: int
-    pipeline_parallel: int
-    expert_parallel: bool
-    max_model_len: int | None
-    quantization: str | None
-    #: Its speculative decoding's method (``mtp``) and number of tokens, else None.
-    speculative_method: str | None
-    speculative_tokens: int | None
     #: Where the release's schedule runs the run's config; empty where it doesn't, or
     #: where the release keeps no schedule.
     schedule: tuple[Scheduled, ...] = ()
@@ -127,6 +118,40 @@ class ServeRun(BaseModel):
         if self.node_kind:
             return (self.node_kind,)
         return tuple(sorted({entry.node_kind for entry in self.schedule}))
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.settings.get("tensor_parallel_size") or 1
+
+    @property
+    def data_parallel(self) -> int:
+        return self.settings.get("data_parallel_size") or 1
+
+    @property
+    def pipeline_parallel(self) -> int:
+        return self.settings.get("pipeline_parallel_size") or 1
+
+    @property
+    def expert_parallel(self) -> bool:
+        return bool(self.settings.get("enable_expert_parallel"))
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.settings.get("max_model_len")
+
+    @property
+    def quantization(self) -> str | None:
+        return self.settings.get("quantization")
+
+    @property
+    def speculative_method(self) -> str | None:
+        """Its speculative decoding's method (``mtp``), else None."""
+        return (self.settings.get("speculative_config") or {}).get("method")
+
+    @property
+    def speculative_tokens(self) -> int | None:
+        """The number of tokens its speculative decoding proposes, else None."""
+        return (self.settings.get("speculative_config") or {}).get("num_speculative_tokens")
 
     @property
     def npus(self) -> int:
@@ -262,8 +287,6 @@ def read_run(
 ) -> ServeRun:
     """A run of release ``tag``: ``argv``, the words after ``vllm serve MODEL``, read as
     the release's vLLM reads them."""
-    settings = settings_of(tag, argv, f"{path}:{line}")
-    speculative = settings.get("speculative_config") or {}
     return ServeRun(
         release=tag,
         path=path,
@@ -273,15 +296,7 @@ def read_run(
         node_kind=node_kind,
         envs=envs,
         argv=argv,
-        settings=settings,
-        tensor_parallel=settings.get("tensor_parallel_size") or 1,
-        data_parallel=settings.get("data_parallel_size") or 1,
-        pipeline_parallel=settings.get("pipeline_parallel_size") or 1,
-        expert_parallel=bool(settings.get("enable_expert_parallel")),
-        max_model_len=settings.get("max_model_len"),
-        quantization=settings.get("quantization"),
-        speculative_method=speculative.get("method"),
-        speculative_tokens=speculative.get("num_speculative_tokens"),
+        settings=settings_of(tag, argv, f"{path}:{line}"),
         schedule=scheduled,
         nodes=nodes,
         other_nodes_argv=other_nodes_argv,
