@@ -47,9 +47,11 @@ CLIENT_API_KEY_ENV_VAR = "OPENAI_API_KEY"
 #: served in its fake-tier variant (``ray_serve_npu.fake_npu.adapter.adapt_deployed_config``).
 #: Set by ``ray-serve-npu dry-run`` and the fake-NPU tier.
 DRY_RUN_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MODEL"
-#: A tiny mixture-of-experts model's directory, set beside :data:`DRY_RUN_MODEL_ENV_VAR`
-#: and served for data-parallel configs (vLLM refuses data parallel for a dense model).
-DRY_RUN_MOE_MODEL_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_MOE_MODEL"
+#: Set beside :data:`DRY_RUN_MODEL_ENV_VAR`: a JSON object of the tiny model directory
+#: that stands in for each architecture class (``{"moe": DIR, "mla-moe": DIR}``), chosen
+#: by the served model's family (``ray_serve_npu.releases.architectures``). Its ``moe``
+#: model also serves data-parallel configs: vLLM refuses data parallel for a dense model.
+DRY_RUN_STAND_INS_ENV_VAR = "RAY_SERVE_NPU_DRY_RUN_STAND_INS"
 #: 1 selects the fake platform among vLLM's platform plugins.
 FAKE_PLATFORM_ENV_VAR = "RAY_SERVE_NPU_FAKE_PLATFORM"
 #: The Ray resource the fake platform asks for (default NPU).

@@ -114,7 +114,7 @@ def test_fake_tier_keeps_data_parallel_on_the_moe_model() -> None:
 
     recipe = runpy.run_path(str(Path(__file__).parents[2] / "recipes" / "serve_npu_a3.py"))
     moe = Path("/tmp/tiny-moe-model")
-    fields, changes = adapt_llm_config(recipe["llm_config"], TINY, moe_model_dir=moe)
+    fields, changes = adapt_llm_config(recipe["llm_config"], TINY, stand_ins={"moe": moe})
     config = LLMConfig(**fields)
     assert config.model_loading_config.model_source == str(moe)
     assert config.engine_kwargs["data_parallel_size"] == 4
@@ -137,7 +137,7 @@ def test_fake_tier_refuses_data_parallel_without_a_moe_model() -> None:
 def test_fake_tier_vllm_serve_keeps_data_parallel_on_the_moe_model() -> None:
     service = vllm_serve_service(Path(__file__).parents[2] / "recipes" / "docker-compose-a3.yaml")
     moe = Path("/tmp/tiny-moe-model")
-    argv, changes = adapt_vllm_serve(service.command, TINY, moe_model_dir=moe)
+    argv, changes = adapt_vllm_serve(service.command, TINY, stand_ins={"moe": moe})
     assert argv[:2] == ["--model", str(moe)]
     assert argv[argv.index("--data-parallel-size") + 1] == "4"
     assert argv[argv.index("--api-server-count") + 1] == "1"
@@ -165,7 +165,7 @@ def _recipe_config(name: str) -> LLMConfig:
 @pytest.mark.parametrize("recipe", ["serve_npu.py", "serve_npu_a3.py"])
 def test_fake_tier_keeps_the_recipes_settings_the_cpu_engine_honours(recipe: str) -> None:
     config = _recipe_config(recipe)
-    fields, changes = adapt_llm_config(config, TINY, moe_model_dir=TINY)
+    fields, changes = adapt_llm_config(config, TINY, stand_ins={"moe": TINY})
     kept = fields["engine_kwargs"]
     for key in (
         "max_num_batched_tokens",
@@ -183,7 +183,7 @@ def test_fake_tier_keeps_the_recipes_settings_the_cpu_engine_honours(recipe: str
 @pytest.mark.parametrize("compose_file", ["docker-compose.yaml", "docker-compose-a3.yaml"])
 def test_fake_tier_keeps_the_compose_flags_the_cpu_engine_honours(compose_file: str) -> None:
     service = vllm_serve_service(RECIPES / compose_file)
-    argv, changes = adapt_vllm_serve(service.command, TINY, moe_model_dir=TINY)
+    argv, changes = adapt_vllm_serve(service.command, TINY, stand_ins={"moe": TINY})
     for flag in ("--max-num-batched-tokens", "--block-size", "--tool-call-parser"):
         assert argv[argv.index(flag) + 1] == service.command.get(flag), flag
     assert "--enable-auto-tool-choice" in argv
@@ -282,3 +282,63 @@ def test_fake_tier_gives_vllm_029_the_boolean_its_loader_demands(
     assert loader["enable_multithread_load"] is expected
     (change,) = [c for c in changes if c.key == "engine_kwargs.model_loader_extra_config"]
     assert "JSON Boolean" in change.why
+
+
+STAND_INS = {
+    "dense": TINY,
+    "moe": Path("/tmp/tiny-moe"),
+    "mla-moe": Path("/tmp/tiny-mla-moe"),
+}
+
+
+def _served_by(model_id: str, data_parallel_size: int = 1) -> tuple[str, str]:
+    config = PRODUCTION.model_copy(
+        update={
+            "model_loading_config": {"model_id": model_id, "model_source": "/models/x"},
+            "engine_kwargs": {**PRODUCTION.engine_kwargs, "data_parallel_size": data_parallel_size},
+        }
+    )
+    fields, changes = adapt_llm_config(config, TINY, stand_ins=STAND_INS)
+    why = {change.key: change.why for change in changes}["model_loading_config.model_source"]
+    return fields["model_loading_config"]["model_source"], why
+
+
+@pytest.mark.parametrize(
+    ("model_id", "stand_in", "says"),
+    [
+        ("qwen3-32b-w8a8", "dense", "Qwen3 dense's weights, of its architecture class `dense`"),
+        ("qwen3-30b-a3b-w8a8", "moe", "Qwen3-30B-A3B.md:5"),
+        ("deepseek-r1-0528-w8a8", "mla-moe", "context_parallel.md:57"),
+    ],
+)
+def test_fake_tier_serves_a_model_with_the_tiny_model_of_its_architecture_class(
+    model_id: str, stand_in: str, says: str
+) -> None:
+    source, why = _served_by(model_id)
+    assert source == str(STAND_INS[stand_in])
+    assert says in why
+
+
+@pytest.mark.parametrize(
+    ("model_id", "architecture"),
+    [("deepseek-v4-flash", "hybrid-attention-moe"), ("glm-5.1-w8a8", "sparse-attention")],
+)
+def test_fake_tier_says_when_no_tiny_model_of_the_class_runs_on_the_cpu_build(
+    model_id: str, architecture: str
+) -> None:
+    source, why = _served_by(model_id)
+    assert source == str(TINY)
+    assert f"no tiny model of its architecture class `{architecture}`" in why
+
+
+def test_fake_tier_serves_a_model_no_page_classes_with_the_dense_model_and_says_nothing_more() -> (
+    None
+):
+    source, why = _served_by("kimi-k2.6-w4a8")
+    assert (source, why) == (str(TINY), "a tiny random dense model stands in for the weights")
+
+
+def test_fake_tier_serves_data_parallel_of_a_dense_class_on_the_moe_model() -> None:
+    source, why = _served_by("qwen3-32b-w8a8", data_parallel_size=2)
+    assert source == str(STAND_INS["moe"])
+    assert "refuses data parallel for a dense model" in why

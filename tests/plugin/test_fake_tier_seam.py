@@ -12,6 +12,7 @@ engine. Serving such an app is tested in tests/fake_tier/test_fake_npu_dry_run_r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from ray.serve.llm import build_dp_openai_app as ray_build_dp_openai_app
 from ray.serve.llm import build_openai_app as ray_build_openai_app
 
 import ray_serve_npu
-from ray_serve_npu.envs import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_MOE_MODEL_ENV_VAR
+from ray_serve_npu.envs import DRY_RUN_MODEL_ENV_VAR, DRY_RUN_STAND_INS_ENV_VAR
 
 TINY = Path("/tmp/rsn-seam/tiny-llama")
 TINY_MOE = Path("/tmp/rsn-seam/tiny-mixtral")
@@ -33,7 +34,7 @@ REAL = "/models/DeepSeek-V4-Flash-w8a8-mtp"
 
 def _turn_on_fake_tier(monkeypatch: pytest.MonkeyPatch, model: str = str(TINY)) -> None:
     monkeypatch.setenv(DRY_RUN_MODEL_ENV_VAR, model)
-    monkeypatch.setenv(DRY_RUN_MOE_MODEL_ENV_VAR, str(TINY_MOE))
+    monkeypatch.setenv(DRY_RUN_STAND_INS_ENV_VAR, json.dumps({"moe": str(TINY_MOE)}))
     ray_serve_npu.activate()
 
 

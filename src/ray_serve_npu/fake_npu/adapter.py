@@ -23,9 +23,11 @@ from pydantic import BaseModel
 from ray_serve_npu.envs import (
     DEVICE_RECORD_DIR_ENV_VAR,
     DRY_RUN_MODEL_ENV_VAR,
-    DRY_RUN_MOE_MODEL_ENV_VAR,
+    DRY_RUN_STAND_INS_ENV_VAR,
     FAKE_PLATFORM_ENV_VAR,
 )
+from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.architectures import family_of
 from ray_serve_npu.vllm_args import engine_fields, serve_flags
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 from ray_serve_npu.vllm_flags import suggest
@@ -217,13 +219,14 @@ def adapt_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[Change]]:
 
 
 def adapt_llm_config(
-    config: Any, model_dir: Path, *, moe_model_dir: Path | None = None
+    config: Any, model_dir: Path, *, stand_ins: StandIns | None = None
 ) -> tuple[dict[str, Any], list[Change]]:
     """The fake tier's variant of an ``LLMConfig`` (object or dict), as a dict.
 
     Keeps ``accelerator_config``, ``accelerator_type``, placement bundles (cut to
     one worker), ``model_id``, ``data_parallel_size`` and the deployment settings.
-    A data-parallel config is served by ``moe_model_dir``, the others by ``model_dir``.
+    The model is the tiny one of the served model's architecture class among
+    ``stand_ins``, else ``model_dir`` (:func:`stand_in`).
     """
     fields: dict[str, Any] = (
         config.model_dump(exclude_unset=True)
@@ -234,18 +237,21 @@ def adapt_llm_config(
 
     ranks = int((fields.get("engine_kwargs") or {}).get("data_parallel_size") or 1)
     data_parallel = ranks > 1
-    model_dir = _data_parallel_model(
-        ranks, model_dir, moe_model_dir, "engine_kwargs.data_parallel_size"
-    )
     loading = dict(fields.get("model_loading_config") or {})
+    served = loading.get("model_id") or loading.get("model_source")
+    model_dir, why = stand_in(
+        served if isinstance(served, str) else "",
+        ranks,
+        model_dir,
+        stand_ins or {},
+        "engine_kwargs.data_parallel_size",
+    )
     changes.append(
         Change(
             key="model_loading_config.model_source",
             before=loading.get("model_source", ABSENT),
             after=str(model_dir),
-            why="a tiny random mixture-of-experts model stands in for the weights"
-            if data_parallel
-            else "a tiny random model stands in for the weights",
+            why=why,
         )
     )
     loading["model_source"] = str(model_dir)
@@ -371,44 +377,79 @@ def _boolean_multithread_load(value: Any) -> Any:
     return json.dumps(boolean) if isinstance(value, str) else boolean
 
 
-def _data_parallel_model(
-    data_parallel_size: int, model_dir: Path, moe_model_dir: Path | None, field: str
-) -> Path:
-    """The model that serves a config: the tiny MoE one where it runs data parallel."""
-    if data_parallel_size <= 1:
-        return model_dir
-    if moe_model_dir is None:
+#: The tiny model directory standing in for each architecture class
+#: (``ray_serve_npu.fake_npu.tiny_model.STAND_IN_SPECS``), the dense one aside.
+StandIns = Mapping[str, Path]
+
+#: What each stand-in is, in a change's reason.
+STAND_IN_WORDS = {
+    "moe": "mixture-of-experts",
+    "mla-moe": "multi-head latent attention and mixture-of-experts",
+}
+
+
+def stand_in(
+    model: str, data_parallel_size: int, model_dir: Path, stand_ins: StandIns, field: str
+) -> tuple[Path, str]:
+    """The tiny model that serves ``model``, and why that one.
+
+    The one of the model's architecture class where the fake tier has it
+    (``ray_serve_npu.releases.architectures``); a data-parallel config's is of a class
+    with experts, the MoE one by default, since vLLM refuses data parallel for a dense
+    model; the dense ``model_dir`` for the rest.
+    """
+    family = family_of(model, SERVE_LLM_RELEASE.tag) if model else None
+    architecture = family.architecture if family else None
+    data_parallel = data_parallel_size > 1
+    if architecture in stand_ins and (architecture != "dense" or not data_parallel):
+        assert family is not None  # an architecture comes from a family
+        sources = ", ".join(f"{s.path}:{s.line}" for s in family.sources)
+        return stand_ins[architecture], (
+            f"a tiny random {STAND_IN_WORDS.get(architecture, 'dense')} model stands in for "
+            f"{family.family}'s weights, of its architecture class `{architecture}` "
+            f"({SERVE_LLM_RELEASE.tag}: {sources})"
+        )
+    unserved = (
+        f"; vLLM's CPU build serves no tiny model of its architecture class `{architecture}`"
+        if architecture
+        else ""
+    )
+    if not data_parallel:
+        return model_dir, f"a tiny random dense model stands in for the weights{unserved}"
+    if "moe" not in stand_ins:
         raise ValueError(
             f"{field} > 1 needs a mixture-of-experts model (vLLM refuses data parallel for a "
-            "dense one). Fix: pass moe_model_dir (the fake tier sets "
-            f"{DRY_RUN_MOE_MODEL_ENV_VAR}), or run the config with {field} 1."
+            "dense one). Fix: pass stand_ins with a `moe` model (the fake tier sets "
+            f"{DRY_RUN_STAND_INS_ENV_VAR}), or run the config with {field} 1."
         )
-    return moe_model_dir
+    return stand_ins["moe"], (
+        f"a tiny random mixture-of-experts model stands in for the weights{unserved}: vLLM "
+        "refuses data parallel for a dense model"
+    )
 
 
 def adapt_vllm_serve(
-    command: VLLMServe, model_dir: Path, *, moe_model_dir: Path | None = None
+    command: VLLMServe, model_dir: Path, *, stand_ins: StandIns | None = None
 ) -> tuple[list[str], list[Change]]:
     """The fake tier's variant of a ``vllm serve`` command, as the OpenAI server module's argv.
 
     vLLM's CPU build installs no ``vllm`` console script metadata, so the server
     runs as ``python -m vllm.entrypoints.openai.api_server``. A data-parallel
     command (``--data-parallel-size`` above 1) keeps its ranks, each on one CPU
-    worker, and is served by ``moe_model_dir``, as :func:`adapt_llm_config` does.
+    worker; the model is chosen as :func:`adapt_llm_config` chooses it.
     """
     ranks = int(command.get("--data-parallel-size") or 1)
     data_parallel = ranks > 1
-    model_dir = _data_parallel_model(
-        ranks, model_dir, moe_model_dir, "vllm serve --data-parallel-size"
+    model_dir, why = stand_in(
+        command.model or "",
+        ranks,
+        model_dir,
+        stand_ins or {},
+        "vllm serve --data-parallel-size",
     )
     changes = [
         Change(
-            key="vllm serve MODEL",
-            before=command.model or ABSENT,
-            after=str(model_dir),
-            why="a tiny random mixture-of-experts model stands in for the weights"
-            if data_parallel
-            else "a tiny random model stands in for the weights",
+            key="vllm serve MODEL", before=command.model or ABSENT, after=str(model_dir), why=why
         )
     ]
     argv = ["--model", str(model_dir)]
@@ -442,7 +483,7 @@ def adapt_vllm_serve(
 
 
 def recipe_fields(
-    recipe: Path, model_dir: Path, *, moe_model_dir: Path | None = None
+    recipe: Path, model_dir: Path, *, stand_ins: StandIns | None = None
 ) -> dict[str, Any]:
     """A recipe's ``llm_config`` as the fake tier serves it: its adapted fields.
 
@@ -452,9 +493,7 @@ def recipe_fields(
     namespace = runpy.run_path(str(recipe))
     if "llm_config" not in namespace:
         raise ValueError(f"{recipe}: no module-level llm_config to serve on the fake tier")
-    fields, _changes = adapt_llm_config(
-        namespace["llm_config"], model_dir, moe_model_dir=moe_model_dir
-    )
+    fields, _changes = adapt_llm_config(namespace["llm_config"], model_dir, stand_ins=stand_ins)
     return fields
 
 
@@ -471,15 +510,12 @@ def adapt_deployed_config(llm_config: BaseModel) -> None:
     model = os.environ.get(DRY_RUN_MODEL_ENV_VAR)
     if not model:
         return
-    moe_model = os.environ.get(DRY_RUN_MOE_MODEL_ENV_VAR)
+    stand_ins = stand_ins_from_env()
     source = (llm_config.model_dump().get("model_loading_config") or {}).get("model_source")
     # A cloud source (bucket_uri) is a mapping; a tiny model is a local directory.
-    tiny = {Path(path) for path in (model, moe_model) if path}
-    if isinstance(source, str) and Path(source) in tiny:
+    if isinstance(source, str) and Path(source) in {Path(model), *stand_ins.values()}:
         return
-    fields, changes = adapt_llm_config(
-        llm_config, Path(model), moe_model_dir=Path(moe_model) if moe_model else None
-    )
+    fields, changes = adapt_llm_config(llm_config, Path(model), stand_ins=stand_ins)
     log_changes(changes)
     variant = type(llm_config).model_validate(fields)
     # In place: the caller binds this object to the deployment after asking for
@@ -487,6 +523,26 @@ def adapt_deployed_config(llm_config: BaseModel) -> None:
     llm_config.__dict__.update(variant.__dict__)
     object.__setattr__(llm_config, "__pydantic_fields_set__", variant.__pydantic_fields_set__)
     object.__setattr__(llm_config, "__pydantic_private__", variant.__pydantic_private__)
+
+
+def stand_ins_from_env() -> dict[str, Path]:
+    """The stand-ins :data:`DRY_RUN_STAND_INS_ENV_VAR` names; none where it is unset."""
+    raw = os.environ.get(DRY_RUN_STAND_INS_ENV_VAR)
+    if not raw:
+        return {}
+    try:
+        named = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{DRY_RUN_STAND_INS_ENV_VAR} is not JSON ({error}); set it to an object of "
+            'architecture class and directory, as {"moe": "/path/to/tiny-moe"}'
+        ) from None
+    if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
+        raise ValueError(
+            f"{DRY_RUN_STAND_INS_ENV_VAR} must be a JSON object of architecture class and "
+            'directory, as {"moe": "/path/to/tiny-moe"}'
+        )
+    return {architecture: Path(path) for architecture, path in named.items()}
 
 
 def log_changes(changes: Sequence[Change]) -> None:

