@@ -1,4 +1,4 @@
-"""Serve one model of vLLM-Ascend's nightly CI or tutorials with Ray Serve LLM, as they run it.
+"""Serve models of vLLM-Ascend's nightly CI or tutorials with Ray Serve LLM, as they run them.
 
 Run it inside the vLLM-Ascend container, on a node where ``ray start --head`` has run
 (on the head node of a Ray cluster of the run's nodes, for a run of several nodes),
@@ -10,6 +10,11 @@ arguments of its ``LLMConfig``, to start a recipe of your own from). A run that
 ``ray-serve-npu check`` says would stop at start-up is not started. The app answers
 OpenAI-compatible requests on http://127.0.0.1:8000/v1, as the model's name in lower
 case.
+
+``python serve_model.py RUN RUN...`` serves several runs as one app, each model under its
+own name, on the NPUs of all of them together (none may run data parallel), with
+``MODELS_DIR`` set to the directory that holds each model's weights in a folder named as
+its repository (``$MODELS_DIR/Qwen3-32B-W8A8``).
 
 The engine's settings and environment are the run's own, read from its CI config or
 tutorial page at the tag by ``ray_serve_npu.model_recipes``; the script prints what of
@@ -26,43 +31,66 @@ import sys
 from ray_serve_npu.check import Severity, check_serve_run
 from ray_serve_npu.model_recipes import ModelRecipe, find_run, recipe_for, run_key
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.releases.nightly import ServeRun
 from ray_serve_npu.releases.runs import serve_runs
 
 
 # __model_start__
-def chosen_recipe() -> ModelRecipe | None:
-    """The recipe of the run the command line names; None where it lists or shows runs."""
+def chosen_recipes() -> list[ModelRecipe]:
+    """The recipes of the runs the command line names; none where it lists or shows runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", nargs="?", help="the CI's test case, as --list names it")
+    parser.add_argument(
+        "runs", nargs="*", metavar="RUN", help="the runs, as --list names them; several are one app"
+    )
     parser.add_argument("--list", action="store_true", help="list the runs and exit")
     parser.add_argument(
-        "--show", action="store_true", help="print the run's LLMConfig arguments and exit"
+        "--show", action="store_true", help="print each run's LLMConfig arguments and exit"
     )
     args = parser.parse_args()
     tag = SERVE_LLM_RELEASE.tag
-    if args.list or not args.run:
+    if args.list or not args.runs:
         for run in serve_runs(tag):
             nodes = f" on {run.nodes} nodes" if run.nodes > 1 else ""
             print(f"{run_key(run)}: {run.model}, {run.npus} NPUs{nodes}")
-        return None
+        return []
     try:
-        run = find_run(args.run, tag)
+        runs = [find_run(name, tag) for name in args.runs]
     except LookupError as error:
         sys.exit(f"serve_model.py: {error}")
+    if len(runs) > 1 and any(run.data_parallel > 1 for run in runs):
+        sys.exit(
+            "serve_model.py: a data-parallel app serves one model; serve "
+            + ", ".join(run_key(run) for run in runs if run.data_parallel > 1)
+            + " on its own"
+        )
+    recipes = [
+        recipe_for(run, model_path(run, several=len(runs) > 1, show=args.show)) for run in runs
+    ]
+    for recipe in recipes:
+        run = f"{run_key(recipe.run)} " if len(recipes) > 1 else ""
+        for dropped in recipe.dropped:
+            print(f"serve_model.py: {run}leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
     if args.show:
-        # What the config would be, with the path it would read.
-        model_path = os.environ.get("MODEL_PATH", "$MODEL_PATH")
-    elif "MODEL_PATH" in os.environ:
-        model_path = os.environ["MODEL_PATH"]
-    else:
-        sys.exit(f"serve_model.py: set MODEL_PATH to the directory of {run.model}'s weights")
-    recipe = recipe_for(run, model_path)
-    for dropped in recipe.dropped:
-        print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
-    if args.show:
-        print(json.dumps(recipe.llm_config, indent=2))
-        return None
-    return recipe
+        shown = [recipe.llm_config for recipe in recipes]
+        print(json.dumps(shown if len(shown) > 1 else shown[0], indent=2))
+        return []
+    return recipes
+
+
+def model_path(run: ServeRun, *, several: bool, show: bool) -> str:
+    """Where the run's weights are: MODEL_PATH for one run; for several, the folder of
+    MODELS_DIR named as the weights' repository (``$MODELS_DIR/Qwen3-32B-W8A8``)."""
+    variable = "MODELS_DIR" if several else "MODEL_PATH"
+    if variable not in os.environ and not show:
+        where = (
+            "the directory that holds each run's weights, in a folder named as its repository"
+            if several
+            else f"the directory of {run.model}'s weights"
+        )
+        sys.exit(f"serve_model.py: set {variable} to {where}")
+    # --show prints the config with the path it would read.
+    found = os.environ.get(variable, f"${variable}")
+    return f"{found}/{run.model.rsplit('/', 1)[-1]}" if several else found
 
 
 # __model_end__
@@ -83,10 +111,11 @@ def refuse_what_would_not_start(recipe: ModelRecipe) -> None:
 
 
 def main() -> None:
-    recipe = chosen_recipe()
-    if recipe is None:
+    recipes = chosen_recipes()
+    for recipe in recipes:
+        refuse_what_would_not_start(recipe)
+    if not recipes:
         return
-    refuse_what_would_not_start(recipe)
     # __run_start__
     # Imported here: --list and --show need neither Ray nor vLLM.
     from ray import serve
@@ -94,11 +123,12 @@ def main() -> None:
 
     from ray_serve_npu import build_dp_openai_app, build_openai_app
 
-    llm_config = LLMConfig(**recipe.llm_config)
-    if recipe.data_parallel:
-        app = build_dp_openai_app({"llm_config": llm_config})
+    llm_configs = [LLMConfig(**recipe.llm_config) for recipe in recipes]
+    if recipes[0].data_parallel:
+        app = build_dp_openai_app({"llm_config": llm_configs[0]})
     else:
-        app = build_openai_app({"llm_configs": [llm_config]})
+        # Several runs are one app: one endpoint, each model under its own name.
+        app = build_openai_app({"llm_configs": llm_configs})
     serve.run(app, blocking=True)
     # __run_end__
 

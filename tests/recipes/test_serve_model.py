@@ -110,3 +110,34 @@ def test_the_refusal_holds_without_the_check_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stderr[-2000:]
     assert "serve_model.py: DeepSeek-V4-Pro-A2 would stop at start-up" in done.stderr
+
+
+TWO = ("Qwen3-32B-W8A8-single-a2", "Qwen3-30B-A3B-W8A8-TP1")
+
+
+def test_several_runs_are_shown_as_one_app_each_from_its_folder_of_models_dir() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"MODEL_PATH", "MODELS_DIR"}}
+    shown = subprocess.run(
+        [sys.executable, SCRIPT, "--show", *TWO],
+        env={**env, "MODELS_DIR": "/models"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    configs = json.loads(shown.stdout)
+    assert [c["model_loading_config"]["model_source"] for c in configs] == [
+        "/models/Qwen3-32B-W8A8",
+        "/models/Qwen3-30B-A3B-W8A8",
+    ]
+    # Each left-out line names its run.
+    assert f"serve_model.py: {TWO[1]} leaves out port: " in shown.stderr
+
+
+def test_several_runs_without_models_dir_or_with_a_data_parallel_one_get_the_fix() -> None:
+    no_dir = _run(*TWO)
+    assert no_dir.returncode == 1 and "Traceback" not in no_dir.stderr
+    assert "set MODELS_DIR to the directory that holds each run's weights" in no_dir.stderr
+    with_dp = _run(TWO[0], "DeepSeek-R1-0528-W8A8-single")
+    assert with_dp.returncode == 1 and "Traceback" not in with_dp.stderr
+    assert "serve DeepSeek-R1-0528-W8A8-single on its own" in with_dp.stderr

@@ -2,7 +2,7 @@
 
 Starts a local Ray cluster with fake NPUs, runs the recipe's command unchanged
 with a tiny random model swapped in (every dropped or changed setting is
-logged), sends one chat request to the model the recipe serves, and stops
+logged), sends one chat request to each model the recipe serves, and stops
 everything. Real: Ray, Ray Serve LLM, the plugin, vLLM's CPU engine, HTTP.
 Fake: the NPUs and the model.
 """
@@ -182,28 +182,36 @@ def ask(
     logs: Callable[[], str],
     timeout_s: float = CHECK_TIMEOUT_S,
     failed_exit: Callable[[], int | None] = lambda: None,
-) -> tuple[str, dict[str, object]]:
-    """The model the server lists first, and its answer to one chat request.
+) -> list[tuple[str, dict[str, object]]]:
+    """Each model the server lists, with its answer to one chat request.
 
-    A server can list its models before the engine behind them is up (Ray Serve
+    A server can list its models before the engines behind them are up (Ray Serve
     LLM's ingress answers ``/v1/models`` from its configs): a request that then gets
     no answer raises :class:`ServerNotReady` with ``logs()``, not a socket error. So
-    does a server command that exits with an error while the request waits
+    does a server command that exits with an error while a request waits
     (``failed_exit``): Serve's proxy and ingress outlive a recipe whose engine failed
     to deploy, and would hold the request until ``timeout_s``.
     An HTTP error status passes through as ``urllib.error.HTTPError``.
     """
 
-    def check() -> tuple[str, dict[str, object]]:
+    def check() -> list[tuple[str, dict[str, object]]]:
         models = _get_json(base_url, "/v1/models", api_key, None, timeout_s)
         if not models.get("data"):
             raise ServerNotReady(f"it answered at {base_url}, but lists no model", logs())
-        model = str(models["data"][0]["id"])
-        body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-        return model, _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
+        answers = []
+        for listed in models["data"]:
+            model = str(listed["id"])
+            body = {
+                "model": model,
+                "messages": [{"role": "user", "content": "Hello"}],
+                "max_tokens": 8,
+            }
+            reply = _get_json(base_url, "/v1/chat/completions", api_key, body, timeout_s)
+            answers.append((model, dict(reply)))
+        return answers
 
     try:
-        model, reply = _while_serving(check, failed_exit, logs)
+        return _while_serving(check, failed_exit, logs)
     except urllib.error.HTTPError:
         raise
     except (
@@ -218,7 +226,6 @@ def ask(
             f"({reason or type(failure).__name__}) within {timeout_s:g} s",
             logs(),
         ) from None
-    return model, dict(reply)
 
 
 #: How often a waiting check request looks at the server command.
@@ -324,7 +331,8 @@ def not_ready_paragraph(failure: ServerNotReady, recipe: Path) -> str:
 def _serve_and_ask(
     args: argparse.Namespace, recipe: Path, command: str, nodes: list[FakeNode]
 ) -> None:
-    """Serve ``recipe`` on a fresh fake tier, ask it one chat request, and stop everything."""
+    """Serve ``recipe`` on a fresh fake tier, ask each of its models one chat request, and
+    stop everything."""
     # Imported here: the fake tier needs vLLM's CPU build (the cpu-engine extra).
     from ray_serve_npu.fake_npu.fake_tier import fake_npu_tier
 
@@ -341,14 +349,15 @@ def _serve_and_ask(
                 )
                 for change in changes:
                     print(change)
-                model, reply = ask(
+                answers = ask(
                     server.base_url,
                     tier.api_key,
                     lambda: f"{server.logs()}\n{tier.cluster.worker_logs()}",
                     failed_exit=server.failed_exit,
                 )
-                print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; {CHAT_LINE_END}")
-                print(json.dumps(reply, indent=2)[:2000])
+                for model, reply in answers:
+                    print(f"fake-npu tier: {server.base_url}/v1 serves {model!r}; {CHAT_LINE_END}")
+                    print(json.dumps(reply, indent=2)[:2000])
                 for line in engine_devices(tier.device_record_dir):
                     print(line)
                 if args.keep_serving:
