@@ -49,6 +49,7 @@ extensions = [
     "test_status",
     "release_matrix",
     "nightly_runs",
+    "model_architectures",
     "table_words",
     "node_kinds",
     "bench_readings",

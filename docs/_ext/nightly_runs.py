@@ -100,15 +100,19 @@ _COLUMNS = (
 )
 
 
-def _source(run: ServeRun | SetAside) -> nodes.entry:
+def source_link(release: str, path: str, line: int) -> nodes.paragraph:
+    """``file:line`` as code, linked to that line of vLLM-Ascend's repository at the tag."""
     upstream = UPSTREAMS["vllm-ascend"]
-    link = resolve(upstream.role, f"{run.path}@{upstream.version(run.release)}#L{run.line}")
-    name = run.path.rsplit("/", 1)[1]
-    text = f"{name}:{run.line}"
-    entry = nodes.entry()
-    entry += nodes.paragraph(
+    link = resolve(upstream.role, f"{path}@{upstream.version(release)}#L{line}")
+    text = f"{path.rsplit('/', 1)[1]}:{line}"
+    return nodes.paragraph(
         "", "", nodes.reference("", "", nodes.literal(text, text), refuri=link.url)
     )
+
+
+def _source(run: ServeRun | SetAside) -> nodes.entry:
+    entry = nodes.entry()
+    entry += source_link(run.release, run.path, run.line)
     return entry
 
 
@@ -213,7 +217,7 @@ class NightlyRuns(SphinxDirective):
             configs = sorted(set_aside(tag), key=lambda c: (c.model, c.name))
             return [set_aside_table(configs, words)]
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
-        served = frozenset(FAKE_TIER_SERVED_RUNS if tag == compat.VLLM_ASCEND.tag else ())
+        served = frozenset(FAKE_TIER_SERVED_RUNS.values() if tag == compat.VLLM_ASCEND.tag else ())
         return [nightly_table(runs, words, served, refused_runs(runs))]
 
 

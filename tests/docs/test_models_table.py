@@ -12,6 +12,7 @@ from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import find_run, run_key
+from ray_serve_npu.releases.architectures import family_of
 from ray_serve_npu.releases.runs import serve_runs, set_aside
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
@@ -25,7 +26,7 @@ REFUSED = refused_runs(list(serve_runs(TAG)))
 def _rows(language: str) -> dict[str, list[str]]:
     """Each row's cells as text, by the run's name in its first cell: "(name)"."""
     runs = list(serve_runs(TAG))
-    table = nightly_table(runs, TEXTS[language], frozenset(FAKE_TIER_SERVED_RUNS), REFUSED)
+    table = nightly_table(runs, TEXTS[language], frozenset(FAKE_TIER_SERVED_RUNS.values()), REFUSED)
     (body,) = table.findall(lambda node: node.tagname == "tbody")
     rows = [[cell.astext() for cell in row.children] for row in body.children]
     by_name = {cells[0].rsplit("(", 1)[1].rstrip(")"): cells for cells in rows}
@@ -37,12 +38,11 @@ def _rows(language: str) -> dict[str, list[str]]:
 def test_how_tested_says_served_for_the_served_runs_alone(language: str) -> None:
     words = TEXTS[language]
     tested = {name: cells[-1] for name, cells in _rows(language).items()}
-    assert {name for name, cell in tested.items() if cell == words["served"]} == set(
-        FAKE_TIER_SERVED_RUNS
-    )
-    assert {
-        cell for name, cell in tested.items() if name not in {*FAKE_TIER_SERVED_RUNS, *REFUSED}
-    } == {words["checked"]}
+    served = set(FAKE_TIER_SERVED_RUNS.values())
+    assert {name for name, cell in tested.items() if cell == words["served"]} == served
+    assert {cell for name, cell in tested.items() if name not in {*served, *REFUSED}} == {
+        words["checked"]
+    }
 
 
 @pytest.mark.parametrize("language", sorted(TEXTS))
@@ -63,8 +63,12 @@ def test_how_tested_names_the_errors_of_a_run_the_checker_refuses(language: str)
 
 def test_every_served_run_is_a_run_of_the_pinned_release() -> None:
     assert FAKE_TIER_SERVED_RUNS
-    for name in FAKE_TIER_SERVED_RUNS:
-        assert run_key(find_run(name, TAG)) == name
+    for architecture, name in FAKE_TIER_SERVED_RUNS.items():
+        run = find_run(name, TAG)
+        assert run_key(run) == name
+        # Each is a run of a family of the class it serves.
+        family = family_of(run.model, TAG)
+        assert family is not None and family.architecture == architecture
 
 
 def test_a_run_the_schedule_alone_names_gets_that_node_kind() -> None:

@@ -1,0 +1,81 @@
+"""The models page's table of architecture classes (docs/_ext/model_architectures.py): a
+row per family of the release data, the run the fake-NPU tier serves on its class's tiny
+model, and, for a class with no tiny model, what vLLM's CPU build printed for one, read
+from the probe's file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from ray_serve_npu_tooling.cpu_architectures import PROBES, _root_error
+
+from ray_serve_npu import compat
+from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
+from ray_serve_npu.releases.architectures import model_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
+
+from model_architectures import TEXTS, cpu_probe, fake_tier_cell  # noqa: E402
+
+TAG = compat.VLLM_ASCEND.tag
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_probe_tried_every_class_and_each_stand_in_class_served() -> None:
+    probe = cpu_probe(DOCS)
+    assert {result["architecture"] for result in probe["results"]} == set(PROBES)
+    served = {result["class"] for result in probe["results"] if result["served"]}
+    # The tier's stand-ins are of classes the CPU build served in the probe.
+    assert set(STAND_IN_SPECS) <= served
+    for result in probe["results"]:
+        assert result["served"] or result["error"], result
+
+
+@pytest.mark.parametrize("language", sorted(TEXTS))
+def test_a_class_without_a_stand_in_shows_what_the_cpu_build_printed(language: str) -> None:
+    probe = cpu_probe(DOCS)
+    classes = {family.architecture for family in model_families(TAG)} - set(STAND_IN_SPECS)
+    assert classes == {"sparse-attention", "hybrid-attention-moe"}
+    for architecture in classes:
+        (failed, *_) = [r for r in probe["results"] if r["class"] == architecture]
+        cell = fake_tier_cell(architecture, None, TEXTS[language], probe)
+        assert failed["error"] in cell and failed["architecture"] in cell
+
+
+def test_a_class_with_a_stand_in_names_its_tiny_model_and_the_run_served_on_it() -> None:
+    words, probe = TEXTS["en"], cpu_probe(DOCS)
+    cell = fake_tier_cell("mla-moe", "DeepSeek-R1-0528-W8A8-single", words, probe)
+    assert cell == words["stand_in"].format(
+        family="deepseek-v3", run="DeepSeek-R1-0528-W8A8-single"
+    )
+    assert fake_tier_cell("moe", None, words, probe) == words["stand_in_unserved"].format(
+        family="mixtral"
+    )
+
+
+def test_a_class_the_probe_never_failed_and_the_tier_lacks_is_an_error_that_says_the_fix() -> None:
+    with pytest.raises(ValueError, match="cpu_architectures"):
+        fake_tier_cell("no-such-class", None, TEXTS["en"], cpu_probe(DOCS))
+
+
+@pytest.mark.parametrize(
+    ("output", "cause"),
+    [
+        # glibc's report shares the line of vLLM's progress bar; vLLM's wrappers follow.
+        (
+            "Processed prompts:   0%| 0/1 [00:00<?, ?it/s]free(): invalid next size (fast)\n"
+            "RuntimeError: cancelled\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore",
+            "free(): invalid next size (fast)",
+        ),
+        (
+            "(Worker pid=1) ERROR [x.py:944] NotImplementedError: Sparse Attention is not "
+            "supported on CPU.\nException: WorkerProc initialization failed due to an exception"
+            "\nRuntimeError: Engine core initialization failed. See root cause",
+            "NotImplementedError: Sparse Attention is not supported on CPU.",
+        ),
+    ],
+)
+def test_the_probe_records_the_cause_not_vllms_wrappers(output: str, cause: str) -> None:
+    assert _root_error(output) == cause
