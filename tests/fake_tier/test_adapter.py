@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import runpy
 from pathlib import Path
 
@@ -11,16 +12,20 @@ import pytest
 from ray.serve.llm import LLMConfig
 
 import ray_serve_npu  # noqa: F401
+from ray_serve_npu.envs import DRY_RUN_STAND_INS_ENV_VAR
 from ray_serve_npu.fake_npu.adapter import (
     DROPPED,
     DROPPED_ENGINE_KWARGS,
+    STAND_IN_WORDS,
     UNKNOWN_TO_TIER_WHY,
     UNREVIEWED_WHY,
     adapt_env,
     adapt_llm_config,
     adapt_vllm_serve,
     log_changes,
+    stand_ins_from_env,
 )
+from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
 
 RECIPES = Path(__file__).parents[2] / "recipes"
@@ -291,10 +296,17 @@ STAND_INS = {
 }
 
 
-def _served_by(model_id: str, data_parallel_size: int = 1) -> tuple[str, str]:
+def _served_by(
+    model_id: str, data_parallel_size: int = 1, source: str | None = None
+) -> tuple[str, str]:
+    """The tiny model a config of ``model_id`` (weights in ``source``, else in a folder of
+    the id's name) is served by, and why."""
     config = PRODUCTION.model_copy(
         update={
-            "model_loading_config": {"model_id": model_id, "model_source": "/models/x"},
+            "model_loading_config": {
+                "model_id": model_id,
+                "model_source": source or f"/models/{model_id}",
+            },
             "engine_kwargs": {**PRODUCTION.engine_kwargs, "data_parallel_size": data_parallel_size},
         }
     )
@@ -328,7 +340,10 @@ def test_fake_tier_says_when_no_tiny_model_of_the_class_runs_on_the_cpu_build(
 ) -> None:
     source, why = _served_by(model_id)
     assert source == str(TINY)
-    assert f"no tiny model of its architecture class `{architecture}`" in why
+    assert why == (
+        "a tiny random dense model stands in for the weights; the fake tier has no tiny model "
+        f"of its architecture class `{architecture}` (docs/models.md says why)"
+    )
 
 
 def test_fake_tier_serves_a_model_no_page_classes_with_the_dense_model_and_says_nothing_more() -> (
@@ -341,4 +356,36 @@ def test_fake_tier_serves_a_model_no_page_classes_with_the_dense_model_and_says_
 def test_fake_tier_serves_data_parallel_of_a_dense_class_on_the_moe_model() -> None:
     source, why = _served_by("qwen3-32b-w8a8", data_parallel_size=2)
     assert source == str(STAND_INS["moe"])
-    assert "refuses data parallel for a dense model" in why
+    assert why == (
+        "a tiny random mixture-of-experts model stands in for the weights, as vLLM refuses data "
+        "parallel for a dense model"
+    )
+
+
+def test_fake_tier_knows_a_model_by_its_weights_directory_whatever_its_served_name() -> None:
+    source, why = _served_by("my-llm", source="/models/DeepSeek-R1-0528-W8A8/")
+    assert source == str(STAND_INS["mla-moe"])
+    assert "DeepSeek-R1's weights" in why
+
+
+def test_every_stand_in_has_words_for_its_change_line() -> None:
+    assert set(STAND_IN_WORDS) == set(STAND_IN_SPECS)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("{", "is not JSON"),
+        ('["moe"]', "is not a JSON object"),
+        ('{"MoE": "/tmp/m"}', "'MoE' is not a class with a tiny model"),
+        ('{"moe": ""}', "the directory of 'moe' is empty"),
+    ],
+)
+def test_a_bad_stand_ins_variable_names_itself_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, value: str, says: str
+) -> None:
+    monkeypatch.setenv(DRY_RUN_STAND_INS_ENV_VAR, value)
+    with pytest.raises(ValueError, match=re.escape(says)) as raised:
+        stand_ins_from_env()
+    assert DRY_RUN_STAND_INS_ENV_VAR in str(raised.value)
+    assert '{"moe": "/path/to/tiny-moe"}' in str(raised.value)

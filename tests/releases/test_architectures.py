@@ -24,8 +24,8 @@ STORED_PAGES = (TUTORIALS_DIR / TAG, Path(__file__).parent / "data" / TAG)
 
 
 def test_every_stored_page_a_family_cites_says_it_on_that_line() -> None:
-    # The other pages are checked against vLLM-Ascend's repository at the tag when the
-    # file is written; this repository keeps no copy of them.
+    # The other pages were checked against vLLM-Ascend's repository at the tag (git show)
+    # when the file was written; this repository keeps no copy of them.
     checked = []
     for family in model_families(TAG):
         for source in family.sources:
@@ -67,3 +67,27 @@ def test_a_family_file_with_a_bad_class_names_the_field(
     monkeypatch.setattr(architectures, "TUTORIALS_DIR", tmp_path)
     with pytest.raises(BadReleaseDataError, match=r"families\.0\.architecture"):
         architectures.model_families("v9.9.9")
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("vllm-ascend/DeepSeek-R1-0528-W8A8", "DeepSeek-R1"),
+        # Dense models distilled from DeepSeek-R1: not the MoE the R1 page describes.
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", None),
+        ("zai-org/GLM-5", "GLM-5 and GLM-5.1"),
+        ("zai-org/GLM-5.1", "GLM-5 and GLM-5.1"),
+        ("Eco-Tech/GLM-5.1-w8a8", "GLM-5 and GLM-5.1"),
+        ("zai-org/GLM-5.2", "GLM-5.2"),
+        ("Eco-Tech/GLM-4.7-W8A8-floatmtp", "GLM-4.x"),
+        # GLM-4's vision models have pages of their own, not GLM4.x.md.
+        ("zai-org/GLM-4.1V-9B-Thinking", None),
+        ("Qwen/Qwen3-32B", "Qwen3 dense"),
+        ("Qwen/Qwen3-320B", None),
+    ],
+)
+def test_a_family_matches_its_own_models_and_not_their_neighbours(
+    model: str, family: str | None
+) -> None:
+    found = family_of(model, TAG)
+    assert (found.family if found else None) == family

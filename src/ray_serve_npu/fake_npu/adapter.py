@@ -26,8 +26,7 @@ from ray_serve_npu.envs import (
     DRY_RUN_STAND_INS_ENV_VAR,
     FAKE_PLATFORM_ENV_VAR,
 )
-from ray_serve_npu.releases import SERVE_LLM_RELEASE
-from ray_serve_npu.releases.architectures import family_of
+from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
 from ray_serve_npu.vllm_args import engine_fields, serve_flags
 from ray_serve_npu.vllm_cli import VLLMServe, engine_flag, engine_kwarg_argv
 from ray_serve_npu.vllm_flags import suggest
@@ -238,9 +237,8 @@ def adapt_llm_config(
     ranks = int((fields.get("engine_kwargs") or {}).get("data_parallel_size") or 1)
     data_parallel = ranks > 1
     loading = dict(fields.get("model_loading_config") or {})
-    served = loading.get("model_id") or loading.get("model_source")
     model_dir, why = stand_in(
-        served if isinstance(served, str) else "",
+        _served_model(loading),
         ranks,
         model_dir,
         stand_ins or {},
@@ -377,45 +375,62 @@ def _boolean_multithread_load(value: Any) -> Any:
     return json.dumps(boolean) if isinstance(value, str) else boolean
 
 
-#: The tiny model directory standing in for each architecture class
-#: (``ray_serve_npu.fake_npu.tiny_model.STAND_IN_SPECS``), the dense one aside.
+#: The tiny model directory standing in for each architecture class that has one
+#: (``ray_serve_npu.fake_npu.tiny_model.STAND_IN_SPECS``); the dense one may be left out,
+#: since ``model_dir`` is that model.
 StandIns = Mapping[str, Path]
 
-#: What each stand-in is, in a change's reason.
+#: What each stand-in is, in a change's reason: one entry per class of STAND_IN_SPECS.
 STAND_IN_WORDS = {
+    "dense": "dense",
     "moe": "mixture-of-experts",
     "mla-moe": "multi-head latent attention and mixture-of-experts",
 }
 
 
+def _served_model(loading: Mapping[str, Any]) -> str:
+    """The name that says which model a config serves: its weights' directory, whose name
+    is the repository's, else its model id (a cloud source is a mapping, not a path)."""
+    source = loading.get("model_source")
+    if isinstance(source, str) and source.rstrip("/"):
+        return source.rstrip("/").rsplit("/", 1)[-1]
+    return str(loading.get("model_id") or "")
+
+
 def stand_in(
     model: str, data_parallel_size: int, model_dir: Path, stand_ins: StandIns, field: str
 ) -> tuple[Path, str]:
-    """The tiny model that serves ``model``, and why that one.
+    """The tiny model that serves ``model`` (a model id or the weights' directory name),
+    and why that one.
 
     The one of the model's architecture class where the fake tier has it
     (``ray_serve_npu.releases.architectures``); a data-parallel config's is of a class
     with experts, the MoE one by default, since vLLM refuses data parallel for a dense
     model; the dense ``model_dir`` for the rest.
     """
+    # Imported here: the release data loads every release file, which only a config
+    # being adapted needs.
+    from ray_serve_npu.releases import SERVE_LLM_RELEASE
+    from ray_serve_npu.releases.architectures import family_of
+
     family = family_of(model, SERVE_LLM_RELEASE.tag) if model else None
-    architecture = family.architecture if family else None
     data_parallel = data_parallel_size > 1
-    if architecture in stand_ins and (architecture != "dense" or not data_parallel):
-        assert family is not None  # an architecture comes from a family
-        sources = ", ".join(f"{s.path}:{s.line}" for s in family.sources)
-        return stand_ins[architecture], (
-            f"a tiny random {STAND_IN_WORDS.get(architecture, 'dense')} model stands in for "
-            f"{family.family}'s weights, of its architecture class `{architecture}` "
-            f"({SERVE_LLM_RELEASE.tag}: {sources})"
-        )
-    unserved = (
-        f"; vLLM's CPU build serves no tiny model of its architecture class `{architecture}`"
-        if architecture
+    if family and family.architecture in stand_ins:
+        if family.architecture != "dense" or not data_parallel:
+            sources = ", ".join(f"{s.path}:{s.line}" for s in family.sources)
+            return stand_ins[family.architecture], (
+                f"a tiny random {STAND_IN_WORDS[family.architecture]} model stands in for "
+                f"{family.family}'s weights, of its architecture class `{family.architecture}` "
+                f"({SERVE_LLM_RELEASE.tag}: {sources})"
+            )
+    no_stand_in = (
+        f"; the fake tier has no tiny model of its architecture class `{family.architecture}` "
+        "(docs/models.md says why)"
+        if family and family.architecture not in STAND_IN_SPECS
         else ""
     )
     if not data_parallel:
-        return model_dir, f"a tiny random dense model stands in for the weights{unserved}"
+        return model_dir, f"a tiny random dense model stands in for the weights{no_stand_in}"
     if "moe" not in stand_ins:
         raise ValueError(
             f"{field} > 1 needs a mixture-of-experts model (vLLM refuses data parallel for a "
@@ -423,8 +438,8 @@ def stand_in(
             f"{DRY_RUN_STAND_INS_ENV_VAR}), or run the config with {field} 1."
         )
     return stand_ins["moe"], (
-        f"a tiny random mixture-of-experts model stands in for the weights{unserved}: vLLM "
-        "refuses data parallel for a dense model"
+        "a tiny random mixture-of-experts model stands in for the weights, as vLLM refuses "
+        f"data parallel for a dense model{no_stand_in}"
     )
 
 
@@ -530,18 +545,26 @@ def stand_ins_from_env() -> dict[str, Path]:
     raw = os.environ.get(DRY_RUN_STAND_INS_ENV_VAR)
     if not raw:
         return {}
+    fix = (
+        f"set it to a JSON object of architecture class ({', '.join(STAND_IN_SPECS)}) and "
+        'tiny model directory, as {"moe": "/path/to/tiny-moe"}'
+    )
     try:
         named = json.loads(raw)
     except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{DRY_RUN_STAND_INS_ENV_VAR} is not JSON ({error}); set it to an object of "
-            'architecture class and directory, as {"moe": "/path/to/tiny-moe"}'
-        ) from None
-    if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
-        raise ValueError(
-            f"{DRY_RUN_STAND_INS_ENV_VAR} must be a JSON object of architecture class and "
-            'directory, as {"moe": "/path/to/tiny-moe"}'
-        )
+        raise ValueError(f"{DRY_RUN_STAND_INS_ENV_VAR} is not JSON ({error}); {fix}") from None
+    if not isinstance(named, dict):
+        raise ValueError(f"{DRY_RUN_STAND_INS_ENV_VAR} is not a JSON object; {fix}")
+    for architecture, path in named.items():
+        if architecture not in STAND_IN_SPECS:
+            raise ValueError(
+                f"{DRY_RUN_STAND_INS_ENV_VAR}: {architecture!r} is not a class with a tiny "
+                f"model; {fix}"
+            )
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError(
+                f"{DRY_RUN_STAND_INS_ENV_VAR}: the directory of {architecture!r} is empty; {fix}"
+            )
     return {architecture: Path(path) for architecture, path in named.items()}
 
 

