@@ -57,6 +57,10 @@ def chosen_recipes() -> list[ModelRecipe]:
         runs = [find_run(name, tag) for name in args.runs]
     except LookupError as error:
         sys.exit(f"serve_model.py: {error}")
+    models = [run.model for run in runs]
+    if len(set(models)) < len(models):
+        twice = sorted({run_key(run) for run in runs if models.count(run.model) > 1})
+        sys.exit(f"serve_model.py: {', '.join(twice)} serve the same model; name one of them")
     if len(runs) > 1 and any(run.data_parallel > 1 for run in runs):
         sys.exit(
             "serve_model.py: a data-parallel app serves one model; serve "
@@ -67,9 +71,11 @@ def chosen_recipes() -> list[ModelRecipe]:
         recipe_for(run, model_path(run, several=len(runs) > 1, show=args.show)) for run in runs
     ]
     for recipe in recipes:
-        run = f"{run_key(recipe.run)} " if len(recipes) > 1 else ""
+        which = f"{run_key(recipe.run)} " if len(recipes) > 1 else ""
         for dropped in recipe.dropped:
-            print(f"serve_model.py: {run}leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
+            print(
+                f"serve_model.py: {which}leaves out {dropped.name}: {dropped.why}", file=sys.stderr
+            )
     if args.show:
         shown = [recipe.llm_config for recipe in recipes]
         print(json.dumps(shown if len(shown) > 1 else shown[0], indent=2))

@@ -380,3 +380,30 @@ def test_dry_run_without_its_extra_names_the_extra_not_a_traceback(
     assert error.startswith("ray-serve-npu dry-run: needs psutil")
     assert "which the 'cpu-engine' extra installs" in error
     assert "Fix: pip install 'ray-serve-npu[cpu-engine]'" in error
+
+
+class _TwoModels(_ServerUp):
+    """An app of two models that each answer a chat with the model it was asked for."""
+
+    models = ["qwen3-32b-w8a8", "qwen3-30b-a3b-w8a8"]
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
+        body = json.dumps({"model": asked, "choices": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_the_check_asks_every_model_the_app_lists() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TwoModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        answers = ask(f"http://127.0.0.1:{server.server_address[1]}", "key", lambda: "")
+    finally:
+        server.shutdown()
+    assert [(model, reply["model"]) for model, reply in answers] == [
+        ("qwen3-32b-w8a8", "qwen3-32b-w8a8"),
+        ("qwen3-30b-a3b-w8a8", "qwen3-30b-a3b-w8a8"),
+    ]

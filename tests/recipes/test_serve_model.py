@@ -20,7 +20,8 @@ RUN = "Qwen3-32B-W8A8-single-a2"
 def _run(
     *args: str, model_path: str | None = "/models/Qwen3-32B-W8A8"
 ) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "MODEL_PATH"}
+    # Neither variable from the host: with them, a run would reach Ray and start serving.
+    env = {k: v for k, v in os.environ.items() if k not in {"MODEL_PATH", "MODELS_DIR"}}
     if model_path is not None:
         env["MODEL_PATH"] = model_path
     return subprocess.run(
@@ -112,7 +113,7 @@ def test_the_refusal_holds_without_the_check_extra(tmp_path: Path) -> None:
     assert "serve_model.py: DeepSeek-V4-Pro-A2 would stop at start-up" in done.stderr
 
 
-TWO = ("Qwen3-32B-W8A8-single-a2", "Qwen3-30B-A3B-W8A8-TP1")
+TWO = ("Qwen3-32B-W8A8-single-a3", "Qwen3-30B-A3B-W8A8-TP1")
 
 
 def test_several_runs_are_shown_as_one_app_each_from_its_folder_of_models_dir() -> None:
@@ -141,3 +142,9 @@ def test_several_runs_without_models_dir_or_with_a_data_parallel_one_get_the_fix
     with_dp = _run(TWO[0], "DeepSeek-R1-0528-W8A8-single")
     assert with_dp.returncode == 1 and "Traceback" not in with_dp.stderr
     assert "serve DeepSeek-R1-0528-W8A8-single on its own" in with_dp.stderr
+    # Two runs of one model would be one model id twice, and one folder of MODELS_DIR.
+    same = _run(TWO[0], "Qwen3-32B-W8A8-aclgraph-a3")
+    assert same.returncode == 1 and "Traceback" not in same.stderr
+    assert (
+        "Qwen3-32B-W8A8-aclgraph-a3, Qwen3-32B-W8A8-single-a3 serve the same model" in same.stderr
+    )
