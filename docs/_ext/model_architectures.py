@@ -35,10 +35,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "sources": "Said by",
         "fake_tier": "On the fake-NPU tier",
         "stand_in": "a tiny random `{family}` model stands in; `{run}` is served on it",
-        "stand_in_unserved": "a tiny random `{family}` model stands in; the suite serves "
-        "no run of this family on it",
-        "unserved": "no tiny model: for a tiny `{architecture}`, vLLM {vllm}'s CPU build "
-        "(transformers {transformers}) gave `{error}`",
+        "stand_in_unserved": "a tiny random `{family}` model stands in, which vLLM {vllm}'s "
+        "CPU build served in the probe; the suite serves no run of this family on it",
+        "build": "no tiny model: transformers {transformers} did not build a tiny "
+        "`{architecture}`: `{error}`",
+        "config": "no tiny model: vLLM {vllm} did not read the config of a tiny "
+        "`{architecture}` that transformers {transformers} wrote: `{error}`",
+        "engine": "no tiny model: for a tiny `{architecture}`, vLLM {vllm}'s CPU engine gave "
+        "`{error}`",
     },
     "zh_CN": {
         "family": "模型系列",
@@ -46,10 +50,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "sources": "出处",
         "fake_tier": "在模拟 NPU 层上",
         "stand_in": "由一个微型随机 `{family}` 模型代替；`{run}` 在其上运行服务",
-        "stand_in_unserved": "由一个微型随机 `{family}` 模型代替；"
-        "测试套件不在其上部署本系列的任何运行",
-        "unserved": "没有微型模型：对于一个微型 `{architecture}`，vLLM {vllm} 的 CPU 版本"
-        "（transformers {transformers}）给出 `{error}`",
+        "stand_in_unserved": "由一个微型随机 `{family}` 模型代替，vLLM {vllm} 的 CPU 版本"
+        "在探测中部署过它；测试套件不在其上部署本系列的任何运行",
+        "build": "没有微型模型：transformers {transformers} 未能构建微型 `{architecture}`："
+        "`{error}`",
+        "config": "没有微型模型：vLLM {vllm} 未能读取 transformers {transformers} "
+        "为微型 `{architecture}` 写出的配置：`{error}`",
+        "engine": "没有微型模型：对于一个微型 `{architecture}`，vLLM {vllm} 的 CPU 引擎给出 "
+        "`{error}`",
     },
 }
 
@@ -68,7 +76,14 @@ def fake_tier_cell(
         family = STAND_IN_SPECS[architecture].family
         if served_run:
             return words["stand_in"].format(family=family, run=served_run)
-        return words["stand_in_unserved"].format(family=family)
+        probed = [r for r in probe["stand_ins"] if r["class"] == architecture and r["served"]]
+        if not probed:
+            raise ValueError(
+                f"{CPU_ARCHITECTURES_FILE.name} has no served probe of the `{architecture}` "
+                "tiny model, and the suite serves no run on it: run python -m "
+                "ray_serve_npu_tooling.cpu_architectures"
+            )
+        return words["stand_in_unserved"].format(family=family, vllm=probe["vllm"])
     failed = [r for r in probe["results"] if r["class"] == architecture and not r["served"]]
     if not failed:
         raise ValueError(
@@ -78,7 +93,7 @@ def fake_tier_cell(
             "ray_serve_npu/fake_npu/tiny_model.py"
         )
     first = failed[0]
-    return words["unserved"].format(
+    return words[first["stage"]].format(
         architecture=first["architecture"],
         vllm=probe["vllm"],
         transformers=probe["transformers"],

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ray_serve_npu_tooling.cpu_architectures import PROBES, _root_error
+from ray_serve_npu_tooling.cpu_architectures import PROBES, _root_error, stage_of
 
 from ray_serve_npu import compat
 from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
@@ -26,9 +26,10 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 def test_the_probe_tried_every_class_and_each_stand_in_class_served() -> None:
     probe = cpu_probe(DOCS)
     assert {result["architecture"] for result in probe["results"]} == set(PROBES)
-    served = {result["class"] for result in probe["results"] if result["served"]}
-    # The tier's stand-ins are of classes the CPU build served in the probe.
-    assert set(STAND_IN_SPECS) <= served
+    # The tier's own tiny models, one per class, each served in the probe.
+    assert {(r["class"], r["model"]) for r in probe["stand_ins"] if r["served"]} == {
+        (architecture, spec.family) for architecture, spec in STAND_IN_SPECS.items()
+    }
     for result in probe["results"]:
         assert result["served"] or result["error"], result
 
@@ -51,8 +52,12 @@ def test_a_class_with_a_stand_in_names_its_tiny_model_and_the_run_served_on_it()
         family="deepseek-v3", run="DeepSeek-R1-0528-W8A8-single"
     )
     assert fake_tier_cell("moe", None, words, probe) == words["stand_in_unserved"].format(
-        family="mixtral"
+        family="mixtral", vllm=probe["vllm"]
     )
+    # A stand-in the probe did not serve, with no run served on it, is not shown as one.
+    unproved = {**probe, "stand_ins": [r for r in probe["stand_ins"] if r["class"] != "moe"]}
+    with pytest.raises(ValueError, match="no served probe of the `moe` tiny model"):
+        fake_tier_cell("moe", None, words, unproved)
 
 
 def test_a_class_the_probe_never_failed_and_the_tier_lacks_is_an_error_that_says_the_fix() -> None:
@@ -79,3 +84,27 @@ def test_a_class_the_probe_never_failed_and_the_tier_lacks_is_an_error_that_says
 )
 def test_the_probe_records_the_cause_not_vllms_wrappers(output: str, cause: str) -> None:
     assert _root_error(output) == cause
+
+
+def test_a_probe_that_failed_reading_its_config_is_told_apart_from_an_engine_failure() -> None:
+    assert stage_of("ERROR [repo_utils.py:119] Error parsing config for /m: ValueError") == (
+        "config"
+    )
+    assert stage_of("NotImplementedError: Sparse Attention is not supported on CPU.") == "engine"
+    probe = {
+        "vllm": "0.29.0",
+        "transformers": "5.25.0",
+        "results": [
+            {
+                "architecture": "DeepseekV4ForCausalLM",
+                "class": "hybrid-attention-moe",
+                "served": False,
+                "stage": "config",
+                "error": "ValueError: bad",
+            }
+        ],
+    }
+    assert fake_tier_cell("hybrid-attention-moe", None, TEXTS["en"], probe) == (
+        "no tiny model: vLLM 0.29.0 did not read the config of a tiny `DeepseekV4ForCausalLM` "
+        "that transformers 5.25.0 wrote: `ValueError: bad`"
+    )

@@ -1,15 +1,14 @@
 """recipes/serve_model.py on the fake-NPU tier: runs of vLLM-Ascend's nightly CI, served by
 Ray Serve LLM as the recipe builds them from the CI's configs (#39), one run for each
-architecture class the tier has a tiny model of.
+architecture class the tier serves in its session.
 
 Real Ray, Ray Serve LLM and vLLM (CPU build); fake NPUs, and tiny random models in place
-of the runs' weights: a dense one, a mixture-of-experts one, and one with multi-head
-latent attention and experts, as the families' pages at the tag class each model
-(``ray_serve_npu.releases.architectures``). The dense and MoE runs are one app of two
-models (``serve_model.py RUN RUN``); the DeepSeek-R1 run's two data-parallel ranks are an
-app of their own. The adapter's lines show each run's own values arriving (its tensor
-parallel size, its context, its quantization), which only the builder could have put
-there, and the tiny model of its class standing in.
+of the runs' weights: a dense one and a mixture-of-experts one, as the families' pages at
+the tag class each model (``ray_serve_npu.releases.architectures``). The runs are one app
+of two models (``serve_model.py RUN RUN``), as the models page serves them. The adapter's
+lines show each run's own values arriving (its tensor parallel size, its context, its
+quantization), which only the builder could have put there, and the tiny model of its
+class standing in; the dry-run asks each model one chat request.
 """
 
 from __future__ import annotations
@@ -29,32 +28,26 @@ from ray_serve_npu.releases.architectures import family_of
 pytestmark = pytest.mark.fake_npu
 
 TAG = compat.VLLM_ASCEND.tag
-#: The runs served as one app, and the data-parallel one served alone.
-ONE_APP = (FAKE_TIER_SERVED_RUNS["dense"], FAKE_TIER_SERVED_RUNS["moe"])
-ALONE = FAKE_TIER_SERVED_RUNS["mla-moe"]
 
 
 @pytest.fixture(scope="module")
-def dry_runs() -> dict[str, subprocess.CompletedProcess[str]]:
-    """Each served run's name, and the dry-run that served it (both served runs' is one)."""
-    together = dry_run(RECIPES / "serve_model.py", *ONE_APP, env={"MODELS_DIR": "/models"})
-    alone = dry_run(
-        RECIPES / "serve_model.py", ALONE, env={"MODEL_PATH": "/models/DeepSeek-R1-0528-W8A8"}
+def one_app() -> subprocess.CompletedProcess[str]:
+    """``ray-serve-npu dry-run serve_model.py -- RUN RUN``, every served run in one app."""
+    return dry_run(
+        RECIPES / "serve_model.py", *FAKE_TIER_SERVED_RUNS.values(), env={"MODELS_DIR": "/models"}
     )
-    return {**dict.fromkeys(ONE_APP, together), ALONE: alone}
 
 
 @pytest.mark.parametrize(("architecture", "name"), sorted(FAKE_TIER_SERVED_RUNS.items()))
 def test_fake_npu_serve_model_serves_a_ci_run_with_its_own_settings_on_its_classes_tiny_model(
-    dry_runs: dict[str, subprocess.CompletedProcess[str]], architecture: str, name: str
+    one_app: subprocess.CompletedProcess[str], architecture: str, name: str
 ) -> None:
-    done = dry_runs[name]
+    done = one_app
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     run = find_run(name, TAG)
-    assert f"fake-npu tier: running `python serve_model.py {' '.join(_runs_of(name))}`" in (
-        done.stdout
-    )
+    runs = " ".join(FAKE_TIER_SERVED_RUNS.values())
+    assert f"fake-npu tier: running `python serve_model.py {runs}`" in done.stdout
     # The CI's values, read from its config at the tag, reached the engine's config.
     if run.tensor_parallel > 1:
         tp = f"fake-npu tier: engine_kwargs.tensor_parallel_size: {run.tensor_parallel} -> 1"
@@ -75,7 +68,3 @@ def test_fake_npu_serve_model_serves_a_ci_run_with_its_own_settings_on_its_class
     assert f"stands in for {family.family}'s weights, of its architecture class" in line
     assert f"serves {run.model.rsplit('/', 1)[-1].lower()!r}; {CHAT_LINE_END}" in done.stdout
     assert done.stdout.rstrip().endswith(STOPPED_LINE)
-
-
-def _runs_of(name: str) -> tuple[str, ...]:
-    return ONE_APP if name in ONE_APP else (ALONE,)

@@ -4,8 +4,10 @@ For each model architecture that vLLM-Ascend's tutorials put in a class
 (``ray_serve_npu.releases.architectures``), this builds a tiny random model of that
 architecture with transformers' own config class, asks vLLM's CPU build to generate four
 tokens from it in a process of its own, and records what happened: served, or the last
-error line vLLM printed. The models page says why a class has no tiny model on the
-fake-NPU tier from the file it writes (``CPU_ARCHITECTURES_FILE``), never from prose.
+error line vLLM printed. It serves the fake tier's own tiny models the same way, one per
+class it stands in for (``ray_serve_npu.fake_npu.tiny_model.STAND_IN_SPECS``). The models
+page says why a class has no tiny model on the fake-NPU tier from the file it writes
+(``CPU_ARCHITECTURES_FILE``), never from prose.
 
 Run it alone, in an environment with vLLM's CPU build (``nox -s bench`` makes one), from
 the repository's root::
@@ -27,9 +29,6 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from ray_serve_npu.fake_npu.adapter import FAKE_ENV
-from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
 
 #: The probe's results, which the models page reads: below the site's source directory,
 #: ``docs/`` from the repository's root, where the command runs.
@@ -168,31 +167,73 @@ def _root_error(output: str) -> str:
         for line in output.replace("\r", "\n").splitlines()
         if (found := _ERROR.search(line)) and not any(w in line for w in _WRAPPERS)
     ]
-    return errors[-1] if errors else output.strip().splitlines()[-1]
+    lines = output.strip().splitlines()
+    return errors[-1] if errors else (lines[-1] if lines else "no output")
+
+
+#: What vLLM logs when it cannot read a model's config (vllm/transformers_utils/repo_utils.py).
+_CONFIG_UNREAD = "Error parsing config"
+
+
+def stage_of(output: str) -> str:
+    """Where a served probe failed: ``config`` where vLLM could not read the model's config,
+    ``engine`` where the engine failed after."""
+    return "config" if _CONFIG_UNREAD in output else "engine"
+
+
+def _serve(model: Path) -> dict[str, Any]:
+    """Serve ``model`` on vLLM's CPU build in a process of its own: served, or the stage it
+    failed at (``config`` or ``engine``) and why."""
+    # Imported here: the docs extension reads this module's file name, and needs no engine.
+    from ray_serve_npu.fake_npu.adapter import FAKE_ENV
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _SERVE, str(model)],
+            # The KV cache the fake tier gives the engine: without it, the CPU build takes
+            # most of the machine's memory for it.
+            env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": FAKE_ENV["VLLM_CPU_KVCACHE_SPACE"][0]},
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {
+            "served": False,
+            "stage": "engine",
+            "error": f"no answer within {PROBE_TIMEOUT_S} s",
+        }
+    output = done.stdout + done.stderr
+    if "PROBE-SERVED" in done.stdout:
+        return {"served": True}
+    return {"served": False, "stage": stage_of(output), "error": _root_error(output)}
 
 
 def probe(architecture: str, workdir: Path) -> dict[str, Any]:
-    """Serve a tiny ``architecture`` on vLLM's CPU build: its class, and served or why not."""
+    """Serve a tiny ``architecture`` on vLLM's CPU build: its class, and served or why not,
+    with the stage it failed at: ``build`` (transformers), ``config`` or ``engine`` (vLLM)."""
+    from ray_serve_npu.fake_npu.tiny_model import make_tiny_model
+
     out = workdir / architecture
     record: dict[str, Any] = {"architecture": architecture, "class": PROBES[architecture][0]}
     try:
-        build(architecture, out, make_tiny_model(workdir / "tokenizer"))
+        # The tier's dense tiny model: each probe takes its tokenizer.
+        build(architecture, out, make_tiny_model(workdir / "dense"))
     except Exception as error:  # noqa: BLE001 - recorded: transformers refused the config
-        return {**record, "served": False, "error": f"{type(error).__name__}: {error}"}
-    done = subprocess.run(
-        [sys.executable, "-c", _SERVE, str(out)],
-        # The KV cache the fake tier gives the engine: without it, the CPU build takes
-        # most of the machine's memory for it.
-        env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": FAKE_ENV["VLLM_CPU_KVCACHE_SPACE"][0]},
-        capture_output=True,
-        text=True,
-        timeout=PROBE_TIMEOUT_S,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    if "PROBE-SERVED" in done.stdout:
-        return {**record, "served": True}
-    return {**record, "served": False, "error": _root_error(output)}
+        refused = f"{type(error).__name__}: {error}"
+        return {**record, "served": False, "stage": "build", "error": refused}
+    return {**record, **_serve(out)}
+
+
+def probe_stand_ins(workdir: Path) -> list[dict[str, Any]]:
+    """Serve each tiny model the fake tier stands in with, as the tier builds it."""
+    from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS, make_tiny_model
+
+    return [
+        {"class": architecture, "model": spec.family, **_serve(make_tiny_model(workdir, spec))}
+        for architecture, spec in STAND_IN_SPECS.items()
+    ]
 
 
 def main() -> int:
@@ -205,6 +246,8 @@ def main() -> int:
             result = probe(architecture, Path(workdir))
             print(json.dumps(result), flush=True)
             results.append(result)
+        stand_ins = probe_stand_ins(Path(workdir) / "stand-ins")
+        print(json.dumps(stand_ins), flush=True)
     out = DOCS_DIR / CPU_ARCHITECTURES_FILE
     out.write_text(
         json.dumps(
@@ -215,6 +258,8 @@ def main() -> int:
                 "date": datetime.date.today().isoformat(),
                 "command": "python -m ray_serve_npu_tooling.cpu_architectures",
                 "results": results,
+                # The fake tier's own tiny models, one per class it stands in for.
+                "stand_ins": stand_ins,
             },
             indent=2,
         )
