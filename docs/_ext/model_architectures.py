@@ -105,9 +105,9 @@ class ModelArchitectures(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         tag = compat.VLLM_ASCEND.tag
         self.env.note_dependency(str(TUTORIALS_DIR / tag / ARCHITECTURES_FILE))
-        probe_file = Path(self.env.srcdir) / CPU_ARCHITECTURES_FILE
-        self.env.note_dependency(str(probe_file))
-        probe = cpu_probe(Path(self.env.srcdir))
+        docs_dir = Path(self.env.srcdir)
+        self.env.note_dependency(str(docs_dir / CPU_ARCHITECTURES_FILE))
+        probe = cpu_probe(docs_dir)
         words = edition_texts(TEXTS, self.config.language)
         columns = [words[c] for c in ("family", "architecture", "sources", "fake_tier")]
         table, body = table_frame("model-architectures", columns, (18, 14, 28, 40))

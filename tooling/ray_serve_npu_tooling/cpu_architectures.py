@@ -30,6 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ray_serve_npu.fake_npu.tiny_model import CPU_MLA_KV_LORA_RANK, CPU_MLA_ROPE_HEAD_DIM
+
 #: The probe's results, which the models page reads: below the site's source directory,
 #: ``docs/`` from the repository's root, where the command runs.
 CPU_ARCHITECTURES_FILE = Path("_static") / "cpu-architectures.json"
@@ -57,10 +59,10 @@ _DEEPSEEK_MOE: dict[str, Any] = {
     "n_group": 1,
     "topk_group": 1,
 }
-#: vLLM's CPU MLA kernel takes only a 576-wide latent (512 + 64 rotary).
+#: The only latent size vLLM's CPU MLA kernel takes, as the tier's own tiny model has it.
 _LATENT: dict[str, Any] = {
-    "kv_lora_rank": 512,
-    "qk_rope_head_dim": 64,
+    "kv_lora_rank": CPU_MLA_KV_LORA_RANK,
+    "qk_rope_head_dim": CPU_MLA_ROPE_HEAD_DIM,
     "q_lora_rank": 64,
     "qk_nope_head_dim": 32,
     "v_head_dim": 32,

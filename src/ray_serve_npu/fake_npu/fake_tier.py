@@ -160,8 +160,9 @@ def fake_npu_tier(
     if any Ray or vLLM process of the cluster outlived it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    model_dir = tiny_model(workdir)
     stand_ins = {kind: tiny_model(workdir, spec) for kind, spec in STAND_IN_SPECS.items()}
+    # The dense stand-in is the tier's model wherever a class has none.
+    model_dir = stand_ins["dense"]
     # The nodes adapt too: a Serve config's app is built in a task of the cluster's
     # (Serve's controller runs `build_serve_application`), not in the command's process.
     node_env = adaptation_env(model_dir, stand_ins, device_record_dir(workdir))
