@@ -1,5 +1,5 @@
-"""The fake NPU cluster itself: what it advertises, and that it stops promptly and leaves
-nothing behind."""
+"""The fake NPU cluster itself: what it advertises, that a node can be lost and another
+added while it runs, and that it stops promptly and leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -32,8 +32,15 @@ ray.get(holder.ready.remote())
 print(json.dumps([[n["NodeManagerAddress"], n["Resources"]] for n in ray.nodes() if n["Alive"]]))
 """
 
+#: The addresses of the nodes Ray counts alive.
+ALIVE_SCRIPT = """
+import ray
+ray.init(logging_level="ERROR")
+print(" ".join(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]))
+"""
 
-def test_fake_npu_cluster_of_two_nodes_on_loopback_leaves_nothing_behind() -> None:
+
+def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_behind() -> None:
     with fake_npu_cluster(
         [FakeNode(), FakeNode(node_kind=A3, soc_name="Ascend910_9391")]
     ) as cluster:
@@ -47,6 +54,32 @@ def test_fake_npu_cluster_of_two_nodes_on_loopback_leaves_nothing_behind() -> No
         )
         nodes = json.loads(probe.stdout.splitlines()[-1])
         processes = cluster.processes()
+        lost = [p for p in processes if cluster.node_of(p.pid) == 1]
+        with pytest.raises(
+            ValueError, match=r"index: 0 is not a running worker node; give one of \[1\]"
+        ):
+            cluster.lose_node(0)
+        cluster.lose_node(1)
+        # The lost node's raylet and everything on it are gone at once; the head lives on.
+        assert lost and not [
+            p for p in lost if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        ]
+        assert cluster.node_of(processes[0].pid) == 0
+        # A new node joins the running cluster at an address of its own: add_node returns
+        # once Ray counts it alive (and the lost node's address can't stand in for it).
+        added = cluster.add_node(FakeNode())
+        assert added == 2 and cluster.node_ip(added) not in {cluster.node_ip(0), cluster.node_ip(1)}
+        alive = subprocess.run(
+            [sys.executable, "-c", ALIVE_SCRIPT],
+            env={**os.environ, **cluster.env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert cluster.node_ip(added) in alive.stdout.splitlines()[-1].split()
+        processes = cluster.processes()
+        assert {cluster.node_of(p.pid) for p in processes} == {0, 2}
         gcs = (cluster.node_ip(0), cluster.gcs_port)
         stopping = time.monotonic()
     stop_s = time.monotonic() - stopping

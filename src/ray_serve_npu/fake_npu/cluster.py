@@ -141,7 +141,8 @@ class FakeNPUCluster:
         #: Ray's token for this cluster; Ray's own generator makes the same 256 bits
         #: (``ray/_private/authentication/authentication_token_generator.py``).
         self.auth_token = secrets.token_hex(32)
-        self._node_processes: list[subprocess.Popen[bytes]] = []
+        #: The running nodes' ``ray start`` processes, by node index.
+        self._node_processes: dict[int, subprocess.Popen[bytes]] = {}
 
     def node_ip(self, index: int) -> str:
         """Node ``index``'s address: 127.X.Y.2, 127.X.Y.3, ... with X.Y this cluster's own.
@@ -224,24 +225,66 @@ class FakeNPUCluster:
     def start(self) -> FakeNPUCluster:
         try:
             for index, node in enumerate(self.nodes):
-                self._node_processes.append(self._ray_start(node, index))
-                self._wait_for_nodes(index + 1)
+                self._node_processes[index] = self._ray_start(node, index)
+                self._wait_for_nodes()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def add_node(self, node: FakeNode) -> int:
+        """Join one more node to the running cluster, as an operator adds a host; its index."""
+        index = len(self.nodes)
+        self.nodes.append(node)
+        self._node_processes[index] = self._ray_start(node, index)
+        self._wait_for_nodes()
+        return index
+
+    def lose_node(self, index: int) -> None:
+        """Take node ``index`` away at once: SIGKILL to its raylet and everything on it.
+
+        Not the head (index 0), whose loss is the whole cluster's. On one machine the
+        kernel closes the lost node's connections at once, where a host that loses power
+        leaves its peers to notice by timeouts: Ray's health check of the node then
+        takes longer than here.
+        """
+        if index == 0 or index not in self._node_processes:
+            raise ValueError(
+                f"index: {index} is not a running worker node; give one of "
+                f"{sorted(set(self._node_processes) - {0})}"
+            )
+        process = self._node_processes.pop(index)
+        doomed = _process_tree(process)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        if leftovers := _wait_for_exit(doomed):
+            raise ClusterLeftovers(
+                f"fake node {index} was lost, but not "
+                + "; ".join(f"process {p.pid} {_describe(p)}" for p in leftovers)
+            )
+
+    def node_of(self, pid: int) -> int:
+        """The index of the running node whose processes include ``pid``."""
+        for index, process in self._node_processes.items():
+            if pid in {member.pid for member in _process_tree(process)}:
+                return index
+        raise LookupError(f"pid: process {pid} is not on a running node of this cluster")
+
     def node_log(self, index: int) -> str:
         return (self.temp_dir / f"node-{index}.log").read_text(errors="replace")
 
-    def _wait_for_nodes(self, count: int) -> None:
+    def _wait_for_nodes(self) -> None:
+        """Wait until every running node is alive in Ray, by its address: a lost node
+        that Ray has not yet declared dead must not count for a new one."""
+        wanted = {self.node_ip(index) for index in self._node_processes}
         script = (
-            "import ray, sys; ray.init(logging_level='ERROR'); "
-            "print(sum(1 for n in ray.nodes() if n['Alive']))"
+            "import ray; ray.init(logging_level='ERROR'); "
+            "print(' '.join(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"
         )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
-            for index, process in enumerate(self._node_processes):
+            for index, process in self._node_processes.items():
                 if process.poll() is not None:
                     raise RuntimeError(
                         f"fake NPU node {index} exited with {process.returncode}:\n"
@@ -254,19 +297,21 @@ class FakeNPUCluster:
                 text=True,
                 timeout=60,
             )
-            if probe.returncode == 0 and probe.stdout.strip().splitlines()[-1:] == [str(count)]:
+            alive = probe.stdout.strip().splitlines()[-1:]
+            if probe.returncode == 0 and alive and wanted <= set(alive[0].split()):
                 return
             time.sleep(1)
         raise TimeoutError(
-            f"the fake NPU cluster did not reach {count} node(s) in {self.startup_timeout_s}s:\n"
-            + "\n".join(self.node_log(i)[-2000:] for i in range(len(self._node_processes)))
+            f"fake NPU nodes {sorted(wanted)} were not all alive in Ray within "
+            f"{self.startup_timeout_s}s:\n"
+            + "\n".join(self.node_log(i)[-2000:] for i in self._node_processes)
         )
 
     def stop(self) -> None:
         """Stop every node (workers first), then check that nothing of the cluster is left."""
         tracked = self.processes()
-        for process in reversed(self._node_processes):
-            _stop_process_group(process)
+        for index in sorted(self._node_processes, reverse=True):
+            _stop_process_group(self._node_processes[index])
         self._node_processes.clear()
         leftovers = _wait_for_exit(tracked)
         gcs_port_held = _port_in_use(self.node_ip(0), self.gcs_port)
@@ -292,12 +337,18 @@ class FakeNPUCluster:
 
     def processes(self) -> list[psutil.Process]:
         """The node processes and everything they started: Ray's daemons, workers, engines."""
-        tracked = []
-        for node in self._node_processes:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                root = psutil.Process(node.pid)
-                tracked += [root, *root.children(recursive=True)]
-        return tracked
+        return [
+            process for node in self._node_processes.values() for process in _process_tree(node)
+        ]
+
+
+def _process_tree(node: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """A node's ``ray start`` process and every process under it."""
+    try:
+        root = psutil.Process(node.pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _describe(process: psutil.Process) -> str:
