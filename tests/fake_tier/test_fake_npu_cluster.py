@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from ray_serve_npu.fake_npu.cluster import FakeNode, fake_npu_cluster
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
 from ray_serve_npu.hardware import A3
 
 pytestmark = pytest.mark.fake_npu
@@ -40,19 +40,24 @@ print(" ".join(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]))
 """
 
 
+def _last_line(cluster: FakeNPUCluster, script: str) -> str:
+    """The last line that ``script`` prints, run as a driver of ``cluster``."""
+    probe = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, **cluster.env()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return probe.stdout.splitlines()[-1]
+
+
 def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_behind() -> None:
     with fake_npu_cluster(
         [FakeNode(), FakeNode(node_kind=A3, soc_name="Ascend910_9391")]
     ) as cluster:
-        probe = subprocess.run(
-            [sys.executable, "-c", NODES_SCRIPT],
-            env={**os.environ, **cluster.env()},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        nodes = json.loads(probe.stdout.splitlines()[-1])
+        nodes = json.loads(_last_line(cluster, NODES_SCRIPT))
         processes = cluster.processes()
         lost = [p for p in processes if cluster.node_of(p.pid) == 1]
         with pytest.raises(
@@ -69,15 +74,7 @@ def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_b
         # once Ray counts it alive (and the lost node's address can't stand in for it).
         added = cluster.add_node(FakeNode())
         assert added == 2 and cluster.node_ip(added) not in {cluster.node_ip(0), cluster.node_ip(1)}
-        alive = subprocess.run(
-            [sys.executable, "-c", ALIVE_SCRIPT],
-            env={**os.environ, **cluster.env()},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        assert cluster.node_ip(added) in alive.stdout.splitlines()[-1].split()
+        assert cluster.node_ip(added) in _last_line(cluster, ALIVE_SCRIPT).split()
         processes = cluster.processes()
         assert {cluster.node_of(p.pid) for p in processes} == {0, 2}
         gcs = (cluster.node_ip(0), cluster.gcs_port)
