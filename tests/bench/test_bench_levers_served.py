@@ -1,5 +1,9 @@
 """The proxy levers' arms served as the bench serves them: fake NPU clusters, mock engine.
 
+No vLLM engine starts, so the test runs in the fast tier, in the worker that runs the
+tests that start Ray one at a time (its ``arm_clusters`` fixture groups it there:
+ray_serve_npu_tooling.worker_groups).
+
 ``serve_arms`` starts each arm's fake cluster with its Serve flags and deploys the
 recipe's app on it, here with the streaming mock engine in place of vLLM's (the
 test is about where clients reach the app, not about the engine). The HAProxy arm
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -27,16 +32,21 @@ from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
 from ray_serve_npu.envs import API_KEY_ENV_VAR
 from ray_serve_npu.ingress import fresh_api_key
 
-pytestmark = pytest.mark.fake_npu
-
 #: One arm behind HAProxy, one with clients on the ingress replica's own port.
 ARMS = ("ha-proxy", "direct-ingress")
 #: Behind HAProxy too, on the same fake cluster, with the API key.
 KEYED_ARM = "direct-streaming"
 
 
+@pytest.fixture
+def arm_clusters() -> Iterator[contextlib.ExitStack]:
+    """Where ``serve_arms`` keeps the arms' fake clusters; each stops at the test's end."""
+    with contextlib.ExitStack() as clusters:
+        yield clusters
+
+
 def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_mock_engine(
-    tiny_model_dir: Path, tmp_path: Path
+    tiny_model_dir: Path, tmp_path: Path, arm_clusters: contextlib.ExitStack
 ) -> None:
     fields = with_mock_engine(recipe_fields(tiny_model_dir))
     model = fields["model_loading_config"]["model_id"]
@@ -46,28 +56,27 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     keyed = streaming.model_copy(
         update={"build_env": {**streaming.build_env, API_KEY_ENV_VAR: key}}
     )
-    with contextlib.ExitStack() as clusters:
-        urls = serve_arms([*(LEVERS[name] for name in ARMS), keyed], fields, tmp_path, clusters)
-        assert sorted(urls) == sorted([*ARMS, KEYED_ARM])
-        keyed_url = urls.pop(KEYED_ARM)
-        refused = httpx.post(f"{keyed_url}/v1/chat/completions", json=chat_body, timeout=60)
-        assert refused.status_code == 401, refused.text
-        assert API_KEY_ENV_VAR in refused.json()["error"]["message"]
-        served = httpx.post(
-            f"{keyed_url}/v1/chat/completions",
-            json=chat_body,
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=60,
-        )
-        assert served.status_code == 200, served.text
-        assert served.json()["choices"][0]["message"]["content"]
-        # Direct ingress: the replica's own port, not Serve's proxy's.
-        proxy_port = json.loads((tmp_path / "deploy-direct-ingress.json").read_text())["port"]
-        assert httpx.URL(urls["direct-ingress"]).port != proxy_port
-        for name, url in urls.items():
-            models = httpx.get(f"{url}/v1/models", timeout=30)
-            assert models.status_code == 200, (name, models.text)
-            assert [entry["id"] for entry in models.json()["data"]] == [model], name
-            chat = httpx.post(f"{url}/v1/chat/completions", json=chat_body, timeout=60)
-            assert chat.status_code == 200, (name, chat.text)
-            assert chat.json()["choices"][0]["message"]["content"], name
+    urls = serve_arms([*(LEVERS[name] for name in ARMS), keyed], fields, tmp_path, arm_clusters)
+    assert sorted(urls) == sorted([*ARMS, KEYED_ARM])
+    keyed_url = urls.pop(KEYED_ARM)
+    refused = httpx.post(f"{keyed_url}/v1/chat/completions", json=chat_body, timeout=60)
+    assert refused.status_code == 401, refused.text
+    assert API_KEY_ENV_VAR in refused.json()["error"]["message"]
+    served = httpx.post(
+        f"{keyed_url}/v1/chat/completions",
+        json=chat_body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    assert served.status_code == 200, served.text
+    assert served.json()["choices"][0]["message"]["content"]
+    # Direct ingress: the replica's own port, not Serve's proxy's.
+    proxy_port = json.loads((tmp_path / "deploy-direct-ingress.json").read_text())["port"]
+    assert httpx.URL(urls["direct-ingress"]).port != proxy_port
+    for name, url in urls.items():
+        models = httpx.get(f"{url}/v1/models", timeout=30)
+        assert models.status_code == 200, (name, models.text)
+        assert [entry["id"] for entry in models.json()["data"]] == [model], name
+        chat = httpx.post(f"{url}/v1/chat/completions", json=chat_body, timeout=60)
+        assert chat.status_code == 200, (name, chat.text)
+        assert chat.json()["choices"][0]["message"]["content"], name

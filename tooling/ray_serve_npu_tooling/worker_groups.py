@@ -21,11 +21,14 @@ from .tiers import RECIPE_TIER_MARKER, is_controller
 #: busy over its 580 s (/proc/stat read every 5 s, 2026-12-02).
 RAY_GROUP = "ray"
 #: Fixtures whose tests share a worker: those that connect the test process to Ray
-#: (tests/plugin, tests/multinode); the browser, one at a time on the built site; and the
-#: pages' blocks checked statically, whose worker prints the harness's one tally.
+#: (tests/plugin, tests/multinode) or start fake clusters for the mock engine
+#: (tests/bench/test_bench_levers_served.py); the browser, one at a time on the built
+#: site; and the pages' blocks checked statically, whose worker prints the harness's one
+#: tally.
 GROUP_OF_FIXTURE: dict[str, str] = {
     "ray_with_fake_npus": RAY_GROUP,
     "two_node_cluster": RAY_GROUP,
+    "arm_clusters": RAY_GROUP,
     "browser": "browser",
     "docs_page": "pages",
 }
