@@ -20,16 +20,25 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from ray_serve_npu_tooling.stream_client import StreamOutcome
 
 from ray_serve_npu.envs import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
 from ray_serve_npu.fake_npu.processes import free_port
+from ray_serve_npu.hardware import NodeKind
+from ray_serve_npu.streams import StreamFault
+
+#: A node without NPUs (the fake cluster still gives it an accelerator-type
+#: resource, which no bundle here asks for).
+CPU_ONLY = NodeKind(
+    name="CPU only", devices_per_node=0, soc_names=(), memory_per_device_gb=0, devices_per_module=1
+)
 
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")
@@ -134,8 +143,13 @@ def served_app(
     app_name: str,
     engine_kwargs: Mapping[str, Any],
     deploy_timeout_s: float = DEPLOY_TIMEOUT_S,
+    ingress_options: Mapping[str, Any] | None = None,
 ) -> Iterator[ServedApp]:
-    """Deploy the recipe on a free port, ``engine_kwargs`` on top; shut Serve down on exit."""
+    """Deploy the recipe on a free port, ``engine_kwargs`` on top; shut Serve down on exit.
+
+    ``ingress_options`` is the ingress's deployment options
+    (``ingress_deployment_config`` of Ray Serve LLM's ``LLMServingArgs``).
+    """
     port = free_port()
     device_record_dir = workdir / "devices"
     settings_file = workdir / "settings.json"
@@ -145,6 +159,7 @@ def served_app(
                 "recipe": str(RECIPE),
                 "model_dir": str(model_dir),
                 "engine_kwargs": dict(engine_kwargs),
+                "ingress_options": dict(ingress_options or {}),
                 "env_vars": {DEVICE_RECORD_DIR_ENV_VAR: str(device_record_dir)},
             }
         )
@@ -167,6 +182,12 @@ def served_app(
         )
     finally:
         run_driver(cluster, "shutdown", timeout_s=DRIVER_TIMEOUT_S)
+
+
+def on_node(node_ip: str) -> dict[str, Any]:
+    """Deployment options that keep a deployment's replicas on the node at ``node_ip``:
+    Ray gives every node a resource ``node:<its address>`` of 1."""
+    return {"ray_actor_options": {"resources": {f"node:{node_ip}": 0.001}}}
 
 
 def chat_body(content: str = "Hi", **extra: Any) -> dict[str, Any]:
@@ -250,3 +271,41 @@ def queue_times(app: ServedApp) -> QueueTimes:
     return QueueTimes(
         requests=totals["_count"], total_s=totals["_sum"], short_waits=totals["_bucket"]
     )
+
+
+@dataclass(frozen=True)
+class FaultFigures:
+    """The fault tests' figures: ``fault_<name>`` in :func:`guarantees`."""
+
+    #: Two batches of long answers: the engine is busy when the kill lands.
+    clients: int
+    tokens_per_answer: int
+    #: The kill waits until this many streams have sent a chunk and are still open,
+    #: so that it cuts streams mid-answer: a whole batch of the engine.
+    streams_open_at_kill: int
+    #: A stream still open after this long counts as a hang.
+    client_timeout_s: float
+    #: Every stream the kill breaks ends within this long after it.
+    cut_streams_end_within_s: float
+    #: Serve's health check (10 s period in Ray Serve LLM) plus an engine start.
+    recovery_deadline_s: float
+
+    @classmethod
+    def read(cls) -> FaultFigures:
+        return cls(**{field.name: guarantees()[f"fault_{field.name}"] for field in fields(cls)})
+
+
+def assert_the_fault_event(outcome: StreamOutcome, fault: StreamFault) -> None:
+    """The stream ended in ``fault``'s event for its own request id, then ``data: [DONE]``."""
+    assert outcome.status == 200 and outcome.done, outcome
+    assert outcome.request_id, outcome
+    assert outcome.error_events == [
+        {
+            "error": {
+                "message": fault.message.format(request_id=outcome.request_id),
+                "type": fault.error_type,
+                "param": None,
+                "code": fault.code,
+            }
+        }
+    ], outcome

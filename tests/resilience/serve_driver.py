@@ -39,7 +39,8 @@ def recipe_llm_config(
 def deploy(settings_file: Path, port: int, app_name: str) -> dict[str, object]:
     """Start Serve's HTTP proxy on ``port`` and run the recipe's app, built by the plugin.
 
-    ``settings_file`` is JSON: ``recipe``, ``model_dir``, ``engine_kwargs`` and ``env_vars``.
+    ``settings_file`` is JSON: ``recipe``, ``model_dir``, ``engine_kwargs``, ``env_vars``
+    and ``ingress_options`` (the ingress's deployment options).
     """
     from ray_serve_npu_tooling.serve_apps import run_apps
 
@@ -53,7 +54,10 @@ def deploy(settings_file: Path, port: int, app_name: str) -> dict[str, object]:
         settings["env_vars"],
     )
     started = time.monotonic()
-    run_apps({app_name: {"llm_configs": [llm_config]}}, host="127.0.0.1", port=port, prefixed=False)
+    app_args = {"llm_configs": [llm_config]}
+    if settings["ingress_options"]:
+        app_args["ingress_deployment_config"] = settings["ingress_options"]
+    run_apps({app_name: app_args}, host="127.0.0.1", port=port, prefixed=False)
     return {
         "app": app_name,
         "ready_s": round(time.monotonic() - started, 1),

@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import time
-from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
@@ -25,7 +24,9 @@ from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST, StreamFault
 
 from .fake_serving import (
     LLM_DEPLOYMENT_PREFIX,
+    FaultFigures,
     ServedApp,
+    assert_the_fault_event,
     chat_body,
     guarantees,
     run_driver,
@@ -33,28 +34,6 @@ from .fake_serving import (
 )
 
 pytestmark = pytest.mark.fake_npu
-
-
-@dataclass(frozen=True)
-class FaultFigures:
-    """The fault tests' figures: ``fault_<name>`` in :func:`guarantees`."""
-
-    #: Two batches of long answers: the engine is busy when the kill lands.
-    clients: int
-    tokens_per_answer: int
-    #: The kill waits until this many streams have sent a chunk and are still open,
-    #: so that it cuts streams mid-answer: a whole batch of the engine.
-    streams_open_at_kill: int
-    #: A stream still open after this long counts as a hang.
-    client_timeout_s: float
-    #: Every stream the kill breaks ends within this long after it.
-    cut_streams_end_within_s: float
-    #: Serve's health check (10 s period in Ray Serve LLM) plus an engine start.
-    recovery_deadline_s: float
-
-    @classmethod
-    def read(cls) -> FaultFigures:
-        return cls(**{field.name: guarantees()[f"fault_{field.name}"] for field in fields(cls)})
 
 
 def test_the_kill_waits_for_at_most_the_streams_the_engine_runs_at_once() -> None:
@@ -95,22 +74,6 @@ def _assert_recovers(app: ServedApp, killed_at: float, record_figure: Any) -> No
     assert all(outcome.completed for outcome in later), later
 
 
-def _assert_the_fault_event(outcome: StreamOutcome, fault: StreamFault) -> None:
-    """The stream ended in ``fault``'s event for its own request id, then ``data: [DONE]``."""
-    assert outcome.status == 200 and outcome.done, outcome
-    assert outcome.request_id, outcome
-    assert outcome.error_events == [
-        {
-            "error": {
-                "message": fault.message.format(request_id=outcome.request_id),
-                "type": fault.error_type,
-                "param": None,
-                "code": fault.code,
-            }
-        }
-    ], outcome
-
-
 def _assert_cut_streams_end_in_errors(
     app: ServedApp,
     outcomes: list[StreamOutcome],
@@ -126,7 +89,7 @@ def _assert_cut_streams_end_in_errors(
     open_at_kill = [outcome for outcome in outcomes if outcome.open_at(killed_at)]
     assert len(open_at_kill) >= figures.streams_open_at_kill, outcomes
     for outcome in open_at_kill:
-        _assert_the_fault_event(outcome, fault)
+        assert_the_fault_event(outcome, fault)
     # The others either completed, were cut too (the same event), or had not
     # begun and got an HTTP error status with a body instead: for a lost replica,
     # the same error as a 503 response.
@@ -134,7 +97,7 @@ def _assert_cut_streams_end_in_errors(
     streamed = [outcome for outcome in cut if outcome.status == 200]
     refused = [outcome for outcome in cut if outcome.status != 200]
     for outcome in streamed:
-        _assert_the_fault_event(outcome, fault)
+        assert_the_fault_event(outcome, fault)
     for outcome in refused:
         assert outcome.status is not None and outcome.status >= 500 and outcome.error, outcome
         if fault is REPLICA_LOST:

@@ -7,41 +7,29 @@ of the cluster. A replica larger than any node is tested in tests/multinode.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
-from ray_serve_npu.hardware import NPU_RESOURCE, NodeKind
+from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
+from ray_serve_npu.hardware import NPU_RESOURCE
 
-from .fake_serving import DriverFailed, served_app
+from .fake_serving import CPU_ONLY, DriverFailed, served_app
 
 pytestmark = pytest.mark.fake_npu
 
-#: A node without NPUs (the fake cluster still gives it an accelerator-type
-#: resource, which no bundle here asks for).
-CPU_ONLY = NodeKind(
-    name="CPU only", devices_per_node=0, soc_names=(), memory_per_device_gb=0, devices_per_module=1
-)
 #: The check answers as soon as the driver has imported Serve LLM and run the recipe.
 DEPLOY_TIMEOUT_S = 180
 
 
-@pytest.fixture(scope="module")
-def cluster_without_npus() -> Iterator[FakeNPUCluster]:
-    with fake_npu_cluster([FakeNode(node_kind=CPU_ONLY)]) as cluster:
-        yield cluster
-
-
 def test_fake_npu_recipe_on_a_cluster_without_npus_fails_at_build_with_the_fix(
-    cluster_without_npus: FakeNPUCluster, tiny_model_dir: Path, tmp_path: Path
+    cluster: FakeNPUCluster, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
+    # The package's cluster before its workers join (conftest.MODULE_ORDER).
+    assert [node.node_kind for node in cluster.nodes] == [CPU_ONLY], cluster.nodes
     # Without the check, the deploy would wait for NPUs until the timeout.
     with pytest.raises(DriverFailed) as failure:
-        with served_app(
-            cluster_without_npus, tiny_model_dir, tmp_path, "no-npus", {}, DEPLOY_TIMEOUT_S
-        ):
+        with served_app(cluster, tiny_model_dir, tmp_path, "no-npus", {}, DEPLOY_TIMEOUT_S):
             pass
     error = failure.value.stderr.strip().splitlines()[-1]
     assert error.startswith("ray_serve_npu.placement.InfeasiblePlacementError:"), error

@@ -34,6 +34,9 @@ class StreamOutcome:
     error: str | None = None
     #: The client gave up waiting: a hang.
     timed_out: bool = False
+    #: The connection broke before the response ended (an ``httpx`` transport error,
+    #: which the OpenAI client raises as ``APIConnectionError``).
+    connection_broke: bool = False
     #: The last ``finish_reason`` a chunk gave (a complete answer has one).
     finish_reason: str | None = None
     #: ``usage.completion_tokens`` of the final chunk (``stream_options.include_usage``).
@@ -106,6 +109,7 @@ async def stream_chat(
         outcome.timed_out = True
         outcome.error = f"no end of stream in {timeout_s} s"
     except httpx.HTTPError as broken:
+        outcome.connection_broke = True
         outcome.error = f"{type(broken).__name__}: {broken}"
     finally:
         outcome.total_s = time.monotonic() - started
