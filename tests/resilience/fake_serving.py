@@ -11,6 +11,7 @@ starts a local Ray), which this process must never do.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from ray_serve_npu_tooling.stream_client import StreamOutcome
+from ray_serve_npu_tooling.stream_client import OpenStreams, StreamOutcome, stream_many
 
 from ray_serve_npu.envs import DEVICE_RECORD_DIR_ENV_VAR
 from ray_serve_npu.fake_npu.cluster import FakeNPUCluster
@@ -309,3 +310,44 @@ def assert_the_fault_event(outcome: StreamOutcome, fault: StreamFault) -> None:
             }
         }
     ], outcome
+
+
+async def strike_under_load(
+    app: ServedApp, strike: Callable[[], None]
+) -> tuple[list[StreamOutcome], float]:
+    """Stream ``FaultFigures.clients`` long answers; call ``strike`` once enough are open.
+
+    Returns what each client saw and the ``time.time()`` of the strike.
+    """
+    figures = FaultFigures.read()
+    open_streams = OpenStreams(figures.streams_open_at_kill)
+    bodies = [
+        chat_body(f"In flight {index}", max_tokens=figures.tokens_per_answer, ignore_eos=True)
+        for index in range(figures.clients)
+    ]
+    load = asyncio.ensure_future(
+        stream_many(app.base_url, bodies, figures.client_timeout_s, open_streams=open_streams)
+    )
+    try:
+        await asyncio.wait_for(open_streams.reached.wait(), figures.client_timeout_s)
+    except asyncio.TimeoutError:
+        raise AssertionError(
+            f"{figures.streams_open_at_kill} streams were never open at once within "
+            f"{figures.client_timeout_s} s: {await load}"
+        ) from None
+    # No await between the count and the strike: the streams counted are open at it.
+    struck_at = time.time()
+    strike()
+    return await load, struck_at
+
+
+def assert_recovers(
+    app: ServedApp, since: float, record_figure: Callable[[str, Any], None]
+) -> None:
+    """A request succeeds within the recovery deadline of ``since``, then a batch completes."""
+    figures = FaultFigures.read()
+    recovered_at = wait_for_success(app.base_url, figures.recovery_deadline_s)
+    record_figure("recovery s", round(recovered_at - since, 1))
+    bodies = [chat_body(max_tokens=16)] * guarantees()["max_num_seqs"]
+    later = asyncio.run(stream_many(app.base_url, bodies, figures.client_timeout_s))
+    assert all(outcome.completed for outcome in later), later

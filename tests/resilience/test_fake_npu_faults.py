@@ -11,14 +11,14 @@ vLLM (CPU build); fake NPUs and a tiny random model.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
-import time
 from typing import Any
 
 import pytest
-from ray_serve_npu_tooling.stream_client import OpenStreams, StreamOutcome, stream_many
+from ray_serve_npu_tooling.stream_client import StreamOutcome
 
 from ray_serve_npu.streams import ENGINE_FAILED, REPLICA_LOST, StreamFault
 
@@ -26,11 +26,11 @@ from .fake_serving import (
     LLM_DEPLOYMENT_PREFIX,
     FaultFigures,
     ServedApp,
+    assert_recovers,
     assert_the_fault_event,
-    chat_body,
     guarantees,
     run_driver,
-    wait_for_success,
+    strike_under_load,
 )
 
 pytestmark = pytest.mark.fake_npu
@@ -41,37 +41,8 @@ def test_the_kill_waits_for_at_most_the_streams_the_engine_runs_at_once() -> Non
     assert figures.streams_open_at_kill <= guarantees()["max_num_seqs"] < figures.clients
 
 
-async def _kill_under_load(app: ServedApp, pid: int) -> tuple[list[StreamOutcome], float]:
-    """Stream ``FaultFigures.clients`` long answers; SIGKILL ``pid`` once enough are open."""
-    figures = FaultFigures.read()
-    open_streams = OpenStreams(figures.streams_open_at_kill)
-    bodies = [
-        chat_body(f"In flight {index}", max_tokens=figures.tokens_per_answer, ignore_eos=True)
-        for index in range(figures.clients)
-    ]
-    load = asyncio.ensure_future(
-        stream_many(app.base_url, bodies, figures.client_timeout_s, open_streams=open_streams)
-    )
-    try:
-        await asyncio.wait_for(open_streams.reached.wait(), figures.client_timeout_s)
-    except asyncio.TimeoutError:
-        raise AssertionError(
-            f"{figures.streams_open_at_kill} streams were never open at once within "
-            f"{figures.client_timeout_s} s: {await load}"
-        ) from None
-    # No await between the count and the kill: the streams counted are open at the kill.
-    killed_at = time.time()
+def _kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
-    return await load, killed_at
-
-
-def _assert_recovers(app: ServedApp, killed_at: float, record_figure: Any) -> None:
-    figures = FaultFigures.read()
-    recovered_at = wait_for_success(app.base_url, figures.recovery_deadline_s)
-    record_figure("recovery s", round(recovered_at - killed_at, 1))
-    bodies = [chat_body(max_tokens=16)] * guarantees()["max_num_seqs"]
-    later = asyncio.run(stream_many(app.base_url, bodies, figures.client_timeout_s))
-    assert all(outcome.completed for outcome in later), later
 
 
 def _assert_cut_streams_end_in_errors(
@@ -132,19 +103,19 @@ def test_fake_npu_replica_killed_under_load_errors_streams_and_serve_restarts_it
     (pid,) = run_driver(app.cluster, "replica-pids", LLM_DEPLOYMENT_PREFIX, timeout_s=120)[
         "pids"
     ].values()
-    outcomes, killed_at = asyncio.run(_kill_under_load(app, pid))
+    outcomes, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
 
     # Ray's ingress would end these streams without a word.
     _assert_cut_streams_end_in_errors(app, outcomes, killed_at, REPLICA_LOST, record_figure)
-    _assert_recovers(app, killed_at, record_figure)
+    assert_recovers(app, killed_at, record_figure)
 
 
 def test_fake_npu_engine_worker_killed_under_load_errors_streams_and_serve_restarts(
     app: ServedApp, record_figure: Any
 ) -> None:
     (pid,) = app.engine_worker_pids()
-    outcomes, killed_at = asyncio.run(_kill_under_load(app, pid))
+    outcomes, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
 
     # vLLM's own event for its dead engine becomes the plugin's.
     _assert_cut_streams_end_in_errors(app, outcomes, killed_at, ENGINE_FAILED, record_figure)
-    _assert_recovers(app, killed_at, record_figure)
+    assert_recovers(app, killed_at, record_figure)

@@ -16,23 +16,22 @@ stream through a proxy that lives on must end in the plugin's event for a lost r
 from __future__ import annotations
 
 import asyncio
-import time
+import functools
+import json
 from typing import Any
 
 import pytest
-from ray_serve_npu_tooling.stream_client import OpenStreams, StreamOutcome, stream_many
 
 from ray_serve_npu.streams import REPLICA_LOST
 
 from .fake_serving import (
     LLM_DEPLOYMENT_PREFIX,
-    FaultFigures,
     ServedApp,
+    assert_recovers,
     assert_the_fault_event,
-    chat_body,
     guarantees,
     run_driver,
-    wait_for_success,
+    strike_under_load,
 )
 
 pytestmark = pytest.mark.fake_npu
@@ -52,28 +51,6 @@ def _model_node(nodes: dict[str, int]) -> int:
     return node
 
 
-async def _lose_node_under_load(app: ServedApp, node: int) -> tuple[list[StreamOutcome], float]:
-    """Stream the fault tests' load; take ``node`` away once enough streams are open."""
-    figures = FaultFigures.read()
-    open_streams = OpenStreams(figures.streams_open_at_kill)
-    bodies = [
-        chat_body(f"Node lost {index}", max_tokens=figures.tokens_per_answer, ignore_eos=True)
-        for index in range(figures.clients)
-    ]
-    load = asyncio.ensure_future(
-        stream_many(app.base_url, bodies, figures.client_timeout_s, open_streams=open_streams)
-    )
-    try:
-        await asyncio.wait_for(open_streams.reached.wait(), figures.client_timeout_s)
-    except asyncio.TimeoutError:
-        raise AssertionError(
-            f"{figures.streams_open_at_kill} streams were never open at once: {await load}"
-        ) from None
-    lost_at = time.time()
-    app.cluster.lose_node(node)
-    return await load, lost_at
-
-
 def test_fake_npu_worker_node_lost_under_load_errors_streams_and_serve_moves_the_replica(
     app: ServedApp, record_figure: Any
 ) -> None:
@@ -82,7 +59,9 @@ def test_fake_npu_worker_node_lost_under_load_errors_streams_and_serve_moves_the
     # The package's app keeps the ingress on the head (conftest.app).
     assert before[INGRESS_DEPLOYMENT] == 0 and lost != 0, before
 
-    outcomes, lost_at = asyncio.run(_lose_node_under_load(app, lost))
+    outcomes, lost_at = asyncio.run(
+        strike_under_load(app, functools.partial(app.cluster.lose_node, lost))
+    )
 
     hung = [outcome for outcome in outcomes if outcome.timed_out]
     assert not hung, f"{len(hung)} streams hung: {hung}"
@@ -98,27 +77,17 @@ def test_fake_npu_worker_node_lost_under_load_errors_streams_and_serve_moves_the
             assert_the_fault_event(outcome, REPLICA_LOST)
         else:
             assert outcome.status == REPLICA_LOST.code and outcome.request_id, outcome
-            assert outcome.error is not None, outcome
-            assert REPLICA_LOST.error(outcome.request_id)["message"] in outcome.error, outcome
+            assert json.loads(outcome.error or "") == REPLICA_LOST.error(outcome.request_id)
     last_end_s = max(outcome.ended_at for outcome in cut) - lost_at
     assert last_end_s <= guarantees()["node_loss_cut_streams_end_within_s"], [
         round(outcome.ended_at - lost_at, 1) for outcome in cut
     ]
 
-    recovered_at = wait_for_success(app.base_url, FaultFigures.read().recovery_deadline_s)
-    after = _replica_nodes(app)
-    # Serve placed the model's replica on the worker that is left.
-    assert _model_node(after) not in (0, lost), after
-    later = asyncio.run(
-        stream_many(
-            app.base_url,
-            [chat_body(max_tokens=16)] * guarantees()["max_num_seqs"],
-            FaultFigures.read().client_timeout_s,
-        )
-    )
-    assert all(outcome.completed for outcome in later), later
-
     record_figure("completed", len(outcomes) - len(cut))
     record_figure("cut: event or 503 / connection broken", f"{len(answered)} / {len(broken)}")
     record_figure("loss to last cut stream's end s", round(last_end_s, 1))
-    record_figure("recovery s", round(recovered_at - lost_at, 1))
+
+    assert_recovers(app, lost_at, record_figure)
+    # Serve placed the model's replica on the worker that is left.
+    after = _replica_nodes(app)
+    assert _model_node(after) not in (0, lost), after
