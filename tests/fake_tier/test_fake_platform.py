@@ -10,7 +10,11 @@ import sys
 import pytest
 
 from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR, FAKE_PLATFORM_ENV_VAR
-from ray_serve_npu.fake_npu.vllm_plugins import fake_npu_platform, own_node_ip
+from ray_serve_npu.fake_npu.vllm_plugins import (
+    connect_drivers_to_their_own_node,
+    fake_npu_platform,
+    own_node_ip,
+)
 
 
 def test_the_fake_platform_is_off_without_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,9 +64,12 @@ DRIVER_SCRIPT = """
 import json, ray
 from ray_serve_npu.fake_npu import vllm_plugins
 calls = []
-ray.init = lambda *args, **kwargs: calls.append(kwargs)
+def recording_init(*args, **kwargs):
+    calls.append(kwargs)
+ray.init = recording_init
 vllm_plugins.connect_drivers_to_their_own_node()
 vllm_plugins.connect_drivers_to_their_own_node()  # vLLM may load its plugins twice
+assert ray.init.__wrapped__ is recording_init, "wrapped more than once"
 ray.init(address="auto")
 ray.init(address="auto", _node_ip_address="127.0.0.9")
 print(json.dumps(calls))
@@ -91,4 +98,8 @@ def test_a_driver_under_a_fake_node_connects_to_that_node() -> None:
 
 
 def test_a_driver_under_no_raylet_is_left_alone() -> None:
-    assert own_node_ip() is None
+    import ray
+
+    init = ray.init
+    connect_drivers_to_their_own_node()
+    assert own_node_ip() is None and ray.init is init

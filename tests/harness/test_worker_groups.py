@@ -38,6 +38,7 @@ class _Item:
         pytest.param(_Item(marker=RECIPE_TIER_MARKER), "ray", id="recipe-tier-marker"),
         pytest.param(_Item(fixtures=("tmp_path", "ray_with_fake_npus")), "ray", id="in-process"),
         pytest.param(_Item(fixtures=("two_node_cluster",)), "ray", id="two-nodes"),
+        pytest.param(_Item(fixtures=("tmp_path", "arm_clusters")), "ray", id="arm-clusters"),
         pytest.param(_Item(fixtures=("browser",)), "browser", id="browser"),
         pytest.param(_Item(fixtures=("docs_page",)), "pages", id="static-page"),
         pytest.param(

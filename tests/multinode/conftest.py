@@ -16,8 +16,9 @@ from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cl
 def two_node_cluster() -> Iterator[FakeNPUCluster]:
     """Two fake A2 nodes; this process is connected to them and Serve runs without proxies.
 
-    No HTTP proxy: two nodes on one machine would bind the same port, and the
-    tests send their requests through Serve handles.
+    No HTTP proxy: the tests send their requests through Serve handles, and each
+    node's proxy would share one port of this machine (Serve opens it for port
+    reuse), so a request would reach either node's.
     """
     with fake_npu_cluster([FakeNode(), FakeNode()]) as cluster, cluster.driver_env():
         ray.init(address=cluster.address, logging_level="ERROR")

@@ -336,6 +336,7 @@ async def strike_under_load(
             f"{figures.client_timeout_s} s: {await load}"
         ) from None
     # No await between the count and the strike: the streams counted are open at it.
+    # The strike runs in the event loop, so the clients read nothing until it returns.
     struck_at = time.time()
     strike()
     return await load, struck_at
@@ -346,8 +347,27 @@ def assert_recovers(
 ) -> None:
     """A request succeeds within the recovery deadline of ``since``, then a batch completes."""
     figures = FaultFigures.read()
-    recovered_at = wait_for_success(app.base_url, figures.recovery_deadline_s)
+    recovered_at = wait_for_success(
+        app.base_url, figures.recovery_deadline_s - (time.time() - since)
+    )
     record_figure("recovery s", round(recovered_at - since, 1))
     bodies = [chat_body(max_tokens=16)] * guarantees()["max_num_seqs"]
     later = asyncio.run(stream_many(app.base_url, bodies, figures.client_timeout_s))
     assert all(outcome.completed for outcome in later), later
+
+
+def assert_refused_with(outcome: StreamOutcome, fault: StreamFault) -> None:
+    """A request that had not begun got ``fault`` as its HTTP response, with its request id."""
+    assert outcome.status == fault.code and outcome.request_id, outcome
+    assert json.loads(outcome.error or "") == fault.error(outcome.request_id), outcome
+
+
+def proxy_logs(cluster: FakeNPUCluster, nodes: Iterable[int]) -> str:
+    """What Serve's proxies on fake nodes ``nodes`` logged, a line per request with its id.
+
+    Serve starts a node's proxy with the first replica placed there, so a node may have
+    none; a proxy logs a request once its response has gone out.
+    """
+    logs = cluster.temp_dir / "session_latest" / "logs" / "serve"
+    files = [logs / f"proxy_{cluster.node_ip(node)}.log" for node in nodes]
+    return "".join(file.read_text(errors="replace") for file in files if file.exists())

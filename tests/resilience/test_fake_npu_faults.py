@@ -27,6 +27,7 @@ from .fake_serving import (
     FaultFigures,
     ServedApp,
     assert_recovers,
+    assert_refused_with,
     assert_the_fault_event,
     guarantees,
     run_driver,
@@ -72,9 +73,7 @@ def _assert_cut_streams_end_in_errors(
     for outcome in refused:
         assert outcome.status is not None and outcome.status >= 500 and outcome.error, outcome
         if fault is REPLICA_LOST:
-            assert outcome.request_id, outcome
-            assert outcome.status == fault.code, outcome
-            assert json.loads(outcome.error) == fault.error(outcome.request_id), outcome
+            assert_refused_with(outcome, fault)
     last_end_s = max(outcome.ended_at for outcome in cut) - killed_at
     assert last_end_s <= figures.cut_streams_end_within_s, [o.ended_at - killed_at for o in cut]
     # The plugin logged each failed request's cause beside its request id, in its

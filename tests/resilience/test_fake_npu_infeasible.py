@@ -25,8 +25,11 @@ DEPLOY_TIMEOUT_S = 180
 def test_fake_npu_recipe_on_a_cluster_without_npus_fails_at_build_with_the_fix(
     cluster: FakeNPUCluster, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    # The package's cluster before its workers join (conftest.MODULE_ORDER).
-    assert [node.node_kind for node in cluster.nodes] == [CPU_ONLY], cluster.nodes
+    assert [node.node_kind for node in cluster.nodes] == [CPU_ONLY], (
+        "this test needs the package's cluster before the app fixture joins its NPU "
+        "workers: conftest.MODULE_ORDER runs it first, and an option that reorders "
+        f"tests (such as --ff) breaks that; the cluster has {cluster.nodes}"
+    )
     # Without the check, the deploy would wait for NPUs until the timeout.
     with pytest.raises(DriverFailed) as failure:
         with served_app(cluster, tiny_model_dir, tmp_path, "no-npus", {}, DEPLOY_TIMEOUT_S):

@@ -234,6 +234,8 @@ class FakeNPUCluster:
 
     def add_node(self, node: FakeNode) -> int:
         """Join one more node to the running cluster, as an operator adds a host; its index."""
+        if 0 not in self._node_processes:
+            raise RuntimeError("add_node: the cluster's head is not running; start() it first")
         index = len(self.nodes)
         self.nodes.append(node)
         self._node_processes[index] = self._ray_start(node, index)
@@ -259,10 +261,22 @@ class FakeNPUCluster:
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
         if leftovers := _wait_for_exit(doomed):
+            for leftover in leftovers:
+                with contextlib.suppress(psutil.Error):
+                    leftover.kill()
             raise ClusterLeftovers(
-                f"fake node {index} was lost, but not "
-                + "; ".join(f"process {p.pid} {_describe(p)}" for p in leftovers)
+                f"SIGKILL to fake node {index}'s process group left alive: "
+                + "; ".join(f"process {p.pid} {_describe(p)} (now killed)" for p in leftovers)
             )
+
+    @property
+    def running_nodes(self) -> list[int]:
+        """The indices of the nodes that run: started, not stopped, not lost."""
+        return sorted(self._node_processes)
+
+    def node_processes(self, index: int) -> list[psutil.Process]:
+        """Running node ``index``'s ``ray start`` process and every process under it."""
+        return _process_tree(self._node_processes[index])
 
     def node_of(self, pid: int) -> int:
         """The index of the running node whose processes include ``pid``."""

@@ -142,7 +142,7 @@ def patch_cpu_communicator() -> None:
 RAYLET_NODE_IP_ARG = "--node_ip_address="
 #: Marks ``ray.init`` once :func:`connect_drivers_to_their_own_node` has wrapped it
 #: (vLLM may load its plugins more than once in a process).
-FAKE_NODE_IP_ATTRIBUTE = "_ray_serve_npu_fake_node_ip"
+WRAPPED_MARK = "_ray_serve_npu_on_own_node"
 
 
 def own_node_ip() -> str | None:
@@ -180,7 +180,7 @@ def connect_drivers_to_their_own_node() -> None:
     """
     import ray
 
-    if ray.is_initialized() or hasattr(ray.init, FAKE_NODE_IP_ATTRIBUTE):
+    if ray.is_initialized() or hasattr(ray.init, WRAPPED_MARK):
         return
     node_ip = own_node_ip()
     if node_ip is None:
@@ -192,7 +192,7 @@ def connect_drivers_to_their_own_node() -> None:
         kwargs.setdefault("_node_ip_address", node_ip)
         return init(*args, **kwargs)
 
-    setattr(init_on_own_node, FAKE_NODE_IP_ATTRIBUTE, node_ip)
+    setattr(init_on_own_node, WRAPPED_MARK, True)
     ray.init = init_on_own_node
 
 
