@@ -61,9 +61,9 @@ def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_b
         processes = cluster.processes()
         lost = cluster.node_processes(1)
         with pytest.raises(
-            ValueError, match=r"index: 0 is not a running worker node; give one of \[1\]"
+            ValueError, match=r"index: 2 is not a running node; give one of \[0, 1\]"
         ):
-            cluster.lose_node(0)
+            cluster.lose_node(2)
         cluster.lose_node(1)
         # The lost node's raylet and everything on it are gone at once; the head lives on.
         assert lost and not [

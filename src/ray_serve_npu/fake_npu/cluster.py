@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from ray_serve_npu.envs import AUTH_TOKEN_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
@@ -43,6 +43,25 @@ from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
 #: left to move to, and a node serving an engine waited out the whole 30 s (measured: 32 s of
 #: a dry-run's stop, at 5 % CPU). 0 turns the drain off; Ray 2.56 has no drain.
 NO_DRAIN_ON_STOP = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+
+
+#: KubeRay gives worker pods this long to find a restarted head when GCS fault tolerance
+#: is on (``RAY_gcs_rpc_server_reconnect_timeout_s`` in ``pod.go``; Ray's default is 60 s),
+#: so the fake workers get it too. A fake head is back within seconds, well inside both.
+WORKER_GCS_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600"}
+
+
+class GcsStorage(BaseModel, frozen=True):
+    """A Redis that keeps the GCS's tables (GCS fault tolerance), as KubeRay's
+    ``gcsFaultToleranceOptions`` give a head: a head started again with the same
+    storage and namespace takes up the cluster it left."""
+
+    #: ``host:port``, which the head reads from ``RAY_REDIS_ADDRESS``
+    #: (``ray/_private/node.py``).
+    address: str
+    password: SecretStr
+    #: ``RAY_external_storage_namespace``: the key prefix of this cluster's tables.
+    namespace: str
 
 
 class FakeNode(BaseModel, frozen=True):
@@ -126,6 +145,7 @@ class FakeNPUCluster:
         *,
         startup_timeout_s: float = 120,
         node_env: Mapping[str, str] | None = None,
+        gcs_storage: GcsStorage | None = None,
     ):
         if not nodes:
             raise ValueError("nodes: give at least one FakeNode (the head).")
@@ -134,6 +154,9 @@ class FakeNPUCluster:
         #: (Serve's controller builds a Serve config's app in such a process).
         self.node_env = dict(node_env or {})
         self.startup_timeout_s = startup_timeout_s
+        #: Where the head keeps the GCS's tables; None keeps them in the head's memory,
+        #: and a head started again makes a new cluster.
+        self.gcs_storage = gcs_storage
         # Ray's socket paths must stay under about 100 characters.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rsn-", dir="/tmp"))
         self._loopback_prefix = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"
@@ -205,9 +228,20 @@ class FakeNPUCluster:
             # pass little data through it.
             "--object-store-memory=500000000",
         ]
+        storage_env: dict[str, str] = {}
         if index == 0:
             command += [f"--temp-dir={self.temp_dir}", "--include-dashboard=false"]
-        log = open(self.temp_dir / f"node-{index}.log", "wb")  # noqa: SIM115 - owned by the process
+            if self.gcs_storage:
+                # As KubeRay starts a head with GCS fault tolerance.
+                command.append(f"--redis-password={self.gcs_storage.password.get_secret_value()}")
+                storage_env = {
+                    "RAY_REDIS_ADDRESS": self.gcs_storage.address,
+                    "RAY_external_storage_namespace": self.gcs_storage.namespace,
+                }
+        elif self.gcs_storage:
+            storage_env = WORKER_GCS_RECONNECT
+        # Appended to: a restarted head's node writes after the one it replaces.
+        log = open(self.temp_dir / f"node-{index}.log", "ab")  # noqa: SIM115 - owned by the process
         return subprocess.Popen(
             command,
             stdout=log,
@@ -216,6 +250,7 @@ class FakeNPUCluster:
                 **os.environ,
                 **self.env(),
                 **self.node_env,
+                **storage_env,
                 "RAY_ADDRESS": "",
                 **NO_DRAIN_ON_STOP,
             },
@@ -245,15 +280,14 @@ class FakeNPUCluster:
     def lose_node(self, index: int) -> None:
         """Take node ``index`` away at once: SIGKILL to its raylet and everything on it.
 
-        Not the head (index 0), whose loss is the whole cluster's. On one machine the
-        kernel closes the lost node's connections at once, where a host that loses power
-        leaves its peers to notice by timeouts: Ray's health check of the node then
-        takes longer than here.
+        The head (index 0) too, GCS and all, as a head pod dies; :meth:`start_head` starts
+        it again. On one machine the kernel closes the lost node's connections at once,
+        where a host that loses power leaves its peers to notice by timeouts: Ray's
+        health check of the node then takes longer than here.
         """
-        if index == 0 or index not in self._node_processes:
+        if index not in self._node_processes:
             raise ValueError(
-                f"index: {index} is not a running worker node; give one of "
-                f"{sorted(set(self._node_processes) - {0})}"
+                f"index: {index} is not a running node; give one of {self.running_nodes}"
             )
         process = self._node_processes.pop(index)
         doomed = _process_tree(process)
@@ -268,6 +302,24 @@ class FakeNPUCluster:
                 f"SIGKILL to fake node {index}'s process group left alive: "
                 + "; ".join(f"process {p.pid} {_describe(p)} (now killed)" for p in leftovers)
             )
+
+    def start_head(self) -> None:
+        """Start the lost head again at its address, as Kubernetes restarts a head pod, and
+        wait until every running node is alive in Ray.
+
+        With :attr:`gcs_storage`, the head takes up the cluster it left. Without it, Ray
+        starts a new cluster, which turns the old workers away: they exit, and this raises
+        ``RuntimeError`` naming the first one, with its output.
+        """
+        if 0 in self._node_processes:
+            raise RuntimeError("start_head: the head is running; lose_node(0) first")
+        # A restarted pod starts with an empty /tmp/ray. Left in place, the lost head's
+        # record of its address, with the workers' processes that name that address on
+        # this machine, makes ``ray start`` refuse: "Ray is trying to start at ..., but
+        # is already running at ..." (``ray/scripts/scripts.py``).
+        (self.temp_dir / "ray_current_cluster").unlink(missing_ok=True)
+        self._node_processes[0] = self._ray_start(self.nodes[0], 0)
+        self._wait_for_nodes()
 
     @property
     def running_nodes(self) -> list[int]:

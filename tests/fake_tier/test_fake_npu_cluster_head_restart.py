@@ -1,0 +1,132 @@
+"""The fake NPU cluster's head lost and started again, as Kubernetes restarts a head pod:
+with the GCS's tables in Redis (GCS fault tolerance, as the KubeRay recipe turns on), the
+worker node and an actor on it live through the restart; without Redis, they don't.
+
+Fake NPUs and fake nodes on one machine, real Ray, real Redis; no engine and no Serve,
+so what clients get while the head is away is not tested here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from ray_serve_npu_tooling.gcs_redis import gcs_redis, redis_server_missing
+from ray_serve_npu_tooling.worker_groups import RAY_GROUP
+
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, GcsStorage
+
+#: Each test starts a fake cluster: one at a time in the fast tier (worker_groups.py).
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)
+
+#: Finds the actor on the worker, made on first use, and counts one more call: the
+#: count and the actor's pid say whether the same actor lived through the restart.
+COUNT_SCRIPT = """
+import json, os, sys, ray
+ray.init(logging_level="ERROR", log_to_driver=False)
+@ray.remote(num_cpus=0)
+class Counter:
+    def __init__(self):
+        self.calls = 0
+    def bump(self):
+        self.calls += 1
+        return os.getpid(), self.calls
+counter = Counter.options(
+    name="counter", namespace="head-restart", lifetime="detached", get_if_exists=True,
+    resources={f"node:{sys.argv[1]}": 0.01},
+).remote()
+print("counted", json.dumps(ray.get(counter.bump.remote(), timeout=60)))
+"""
+
+#: What a worker's raylet logs, then exits on, when a head without Redis came back: the
+#: new GCS knows another cluster ID (``node_manager.cc`` in Ray 2.60; not Ray's token).
+REFUSED_WITHOUT_STORAGE = (
+    "GCS returned an authentication error. This may happen when GCS is not backed by a DB "
+    "and restarted or there is data loss in the DB."
+)
+#: The raylet finds out at its liveness self-check, every 60 s by default
+#: (``raylet_liveness_self_check_interval_ms``); the test checks every 5 s.
+QUICK_SELF_CHECK = {"RAY_raylet_liveness_self_check_interval_ms": "5000"}
+
+
+def _count(cluster: FakeNPUCluster) -> tuple[int, int]:
+    """The worker's actor's pid and how many calls it has counted."""
+    probe = subprocess.run(
+        [sys.executable, "-c", COUNT_SCRIPT, cluster.node_ip(1)],
+        env={**os.environ, **cluster.env()},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert probe.returncode == 0, f"the counting driver exited with {probe.returncode}:\n" + (
+        probe.stderr[-3000:] or probe.stdout[-3000:]
+    )
+    # Ray may print lines of its own after the answer (a reconnect, say).
+    (answer,) = [line for line in probe.stdout.splitlines() if line.startswith("counted ")]
+    pid, calls = json.loads(answer.removeprefix("counted "))
+    return pid, calls
+
+
+def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):  # gone between the two questions
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+    return alive
+
+
+@pytest.fixture
+def redis_storage(tmp_path: Path) -> Iterator[GcsStorage]:
+    if missing := redis_server_missing():
+        pytest.skip(missing)
+    with gcs_redis(tmp_path, namespace="fake-npu-head-restart") as storage:
+        yield storage
+
+
+def test_fake_npu_cluster_head_restart_with_redis_keeps_the_worker_and_its_actor(
+    redis_storage: GcsStorage,
+) -> None:
+    cluster = FakeNPUCluster([FakeNode(), FakeNode()], gcs_storage=redis_storage).start()
+    try:
+        before = _count(cluster)
+        worker = cluster.node_processes(1)
+        cluster.lose_node(0)
+        cluster.start_head()
+        after = _count(cluster)
+        # Every process of the worker node lived through the restart.
+        assert _alive(worker) == worker
+    finally:
+        cluster.stop()
+    assert before[1] == 1, before
+    # The same actor process, its state kept: the worker never left the cluster.
+    assert after == (before[0], 2), after
+
+
+def test_fake_npu_cluster_head_restart_without_redis_loses_the_worker() -> None:
+    cluster = FakeNPUCluster([FakeNode(), FakeNode()], node_env=QUICK_SELF_CHECK).start()
+    try:
+        assert _count(cluster)[1] == 1
+        worker = cluster.node_processes(1)
+        cluster.lose_node(0)
+        # The new head is a new cluster: it turns the worker away, and the worker exits.
+        with pytest.raises(RuntimeError, match="fake NPU node 1 exited with 1"):
+            cluster.start_head()
+        # Its raylet logs under the lost head's session, as raylet.1.out (the head's
+        # came first and took raylet.out).
+        raylet_logs = "".join(
+            log.read_text(errors="replace")
+            for log in cluster.temp_dir.glob("session_*/logs/raylet.*.out")
+        )
+    finally:
+        cluster.stop()
+    assert REFUSED_WITHOUT_STORAGE in raylet_logs, raylet_logs[-3000:]
+    # Everything on the worker stopped with it.
+    assert not _alive(worker), _alive(worker)
