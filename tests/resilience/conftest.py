@@ -1,5 +1,6 @@
 """One fake NPU cluster and one served recipe for the no-NPU, load, bad-input, fault and
-node-loss tests.
+node-loss tests (the head-restart test has a cluster of its own, with Redis, and runs
+before this one starts).
 
 Both live as long as this package's tests run, and the modules run in the order that
 :data:`MODULE_ORDER` gives. The cluster starts as a head without NPUs, on which the
@@ -23,9 +24,12 @@ from ray_serve_npu.fake_npu.tiny_model import tiny_model
 
 from .fake_serving import CPU_ONLY, ServedApp, guarantees, on_node, served_app
 
-#: Where this package's modules run among its others (0): the one that needs a cluster
-#: without NPUs before the workers join, and the ones that restart the shared app after.
+#: Where this package's modules run among its others (0): the head restart, on a cluster
+#: and app of its own, before the shared cluster starts (two engines would share two
+#: cores); the one that needs a cluster without NPUs before the workers join; and the
+#: ones that restart the shared app after.
 MODULE_ORDER = {
+    "test_fake_npu_head_restart.py": -2,
     "test_fake_npu_infeasible.py": -1,
     "test_fake_npu_faults.py": 1,
     "test_fake_npu_node_loss.py": 2,

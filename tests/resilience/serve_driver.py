@@ -100,6 +100,12 @@ def metrics_urls() -> list[str]:
     ]
 
 
+def app_status(app_name: str) -> dict[str, object]:
+    """Serve's status of the app: ``RUNNING`` once every deployment of it is healthy."""
+    application = serve.status().applications.get(app_name)
+    return {"status": application.status if application else "NOT_FOUND"}
+
+
 def shutdown() -> dict[str, object]:
     serve.shutdown()
     return {"shutdown": True}
@@ -115,6 +121,8 @@ def main(argv: list[str]) -> None:
     deploy_parser.add_argument("--app", required=True)
     pids_parser = commands.add_parser("replica-pids")
     pids_parser.add_argument("deployment_prefix")
+    status_parser = commands.add_parser("status")
+    status_parser.add_argument("app")
     commands.add_parser("shutdown")
     args = parser.parse_args(argv)
 
@@ -123,6 +131,8 @@ def main(argv: list[str]) -> None:
         result = deploy(args.settings_file, args.port, args.app)
     elif args.command == "replica-pids":
         result = replica_pids(args.deployment_prefix)
+    elif args.command == "status":
+        result = app_status(args.app)
     else:
         result = shutdown()
     args.answer.write_text(json.dumps(result))
