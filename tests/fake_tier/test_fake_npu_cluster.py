@@ -12,7 +12,12 @@ import time
 import psutil
 import pytest
 
-from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, fake_npu_cluster
+from ray_serve_npu.fake_npu.cluster import (
+    FakeNode,
+    FakeNPUCluster,
+    fake_npu_cluster,
+    still_running,
+)
 from ray_serve_npu.hardware import A3
 
 pytestmark = pytest.mark.fake_npu
@@ -66,9 +71,7 @@ def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_b
             cluster.lose_node(2)
         cluster.lose_node(1)
         # The lost node's raylet and everything on it are gone at once; the head lives on.
-        assert lost and not [
-            p for p in lost if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-        ]
+        assert lost and not still_running(lost)
         assert cluster.running_nodes == [0] and cluster.node_processes(0)
         # A new node joins the running cluster at an address of its own: add_node returns
         # once Ray counts it alive (and the lost node's address can't stand in for it).
@@ -93,7 +96,7 @@ def test_fake_npu_cluster_on_loopback_loses_a_node_adds_one_and_leaves_nothing_b
     # Ray's daemons and workers ran under the nodes' process groups...
     assert len(processes) > 4
     # ...and none of them, nor a listener on the GCS port, outlived the cluster.
-    assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not still_running(processes)
     listeners = [
         c for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr == gcs
     ]

@@ -8,7 +8,6 @@ so what clients get while the head is away is not tested here.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -16,12 +15,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from ray_serve_npu_tooling.gcs_redis import gcs_redis, redis_server_missing
 from ray_serve_npu_tooling.worker_groups import RAY_GROUP
 
-from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, GcsStorage
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, GcsStorage, still_running
 
 #: Each test starts a fake cluster: one at a time in the fast tier (worker_groups.py).
 pytestmark = pytest.mark.xdist_group(RAY_GROUP)
@@ -74,15 +72,6 @@ def _count(cluster: FakeNPUCluster) -> tuple[int, int]:
     return pid, calls
 
 
-def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
-    alive = []
-    for process in processes:
-        with contextlib.suppress(psutil.Error):  # gone between the two questions
-            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(process)
-    return alive
-
-
 @pytest.fixture
 def redis_storage(tmp_path: Path) -> Iterator[GcsStorage]:
     if missing := redis_server_missing():
@@ -102,7 +91,7 @@ def test_fake_npu_cluster_head_restart_with_redis_keeps_the_worker_and_its_actor
         cluster.start_head()
         after = _count(cluster)
         # Every process of the worker node lived through the restart.
-        assert _alive(worker) == worker
+        assert still_running(worker) == worker
     finally:
         cluster.stop()
     assert before[1] == 1, before
@@ -129,4 +118,4 @@ def test_fake_npu_cluster_head_restart_without_redis_loses_the_worker() -> None:
         cluster.stop()
     assert REFUSED_WITHOUT_STORAGE in raylet_logs, raylet_logs[-3000:]
     # Everything on the worker stopped with it.
-    assert not _alive(worker), _alive(worker)
+    assert not still_running(worker), still_running(worker)

@@ -432,9 +432,14 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``processes`` that have not exited (a zombie has)."""
+    return [process for process in processes if _alive(process)]
+
+
 def _wait_for_exit(processes: list[psutil.Process], timeout_s: float = 15) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout_s
-    while (alive := [p for p in processes if _alive(p)]) and time.monotonic() < deadline:
+    while (alive := still_running(processes)) and time.monotonic() < deadline:
         time.sleep(0.5)
     return alive
 
