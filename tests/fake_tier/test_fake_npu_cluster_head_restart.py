@@ -49,8 +49,9 @@ REFUSED_WITHOUT_STORAGE = (
     "GCS returned an authentication error. This may happen when GCS is not backed by a DB "
     "and restarted or there is data loss in the DB."
 )
-#: The raylet finds out at its liveness self-check, every 60 s by default
-#: (``raylet_liveness_self_check_interval_ms``); the test checks every 5 s.
+#: The raylet finds out at its liveness self-check
+#: (``raylet_liveness_self_check_interval_ms``): about 60 s after the restart by
+#: default, as measured here; the test checks every 5 s.
 QUICK_SELF_CHECK = {"RAY_raylet_liveness_self_check_interval_ms": "5000"}
 
 

@@ -46,8 +46,8 @@ NO_DRAIN_ON_STOP = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
 
 #: KubeRay gives worker pods this long to find a restarted head when GCS fault tolerance
-#: is on (``RAY_gcs_rpc_server_reconnect_timeout_s`` in ``pod.go``; Ray's default is 60 s),
-#: so the fake workers get it too. A fake head is back within seconds, well inside both.
+#: is on (``RAY_gcs_rpc_server_reconnect_timeout_s`` in ``pod.go``), so the fake workers
+#: get it too. A fake head is back within seconds.
 WORKER_GCS_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600"}
 
 
