@@ -163,6 +163,13 @@ def test_gcs_fault_tolerance_uses_redis_with_the_password_from_a_secret() -> Non
     assert not [e for e in head.get("env", []) if e["name"] in set_by_kuberay]
 
 
+def test_the_serve_service_leaves_the_head_out() -> None:
+    """KubeRay keeps the head pod out of the Serve service (rayservice_types.go at v1.7.0),
+    so no client stream goes through the head's proxy: through it, a head restart holds
+    every stream of the ingress (tests/resilience/test_fake_npu_head_restart.py)."""
+    assert _manifest()["spec"]["excludeHeadPodFromServeSvc"] is True
+
+
 def test_liveness_does_not_wait_for_the_model_and_readiness_does() -> None:
     """A liveness probe on Serve's proxy fails until a replica runs, so it restarted the
     pod while the weights loaded; the raylet's health check answers within seconds."""

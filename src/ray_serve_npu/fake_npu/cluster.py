@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
 from ray_serve_npu.envs import AUTH_TOKEN_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
@@ -76,6 +76,9 @@ class FakeNode(BaseModel, frozen=True):
     #: Fake GPUs beside the NPUs (``ray start --num-gpus``), for a ``gpu``-kind app
     #: on the fake platform's GPU variant. 0 leaves GPUs to Ray's detection.
     num_gpus: int = 0
+    #: Set in this node's environment only, on top of the cluster's ``node_env``:
+    #: what Ray reads per node, such as Serve's ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``.
+    env: dict[str, str] = Field(default_factory=dict)
 
     @property
     def resources(self) -> dict[str, float]:
@@ -250,6 +253,7 @@ class FakeNPUCluster:
                 **os.environ,
                 **self.env(),
                 **self.node_env,
+                **node.env,
                 **storage_env,
                 "RAY_ADDRESS": "",
                 **NO_DRAIN_ON_STOP,
@@ -277,8 +281,9 @@ class FakeNPUCluster:
         self._wait_for_nodes()
         return index
 
-    def lose_node(self, index: int) -> None:
+    def lose_node(self, index: int) -> float:
         """Take node ``index`` away at once: SIGKILL to its raylet and everything on it.
+        Returns the ``time.time()`` of the SIGKILL; it returns once all of them are gone.
 
         The head (index 0) too, GCS and all, as a head pod dies; :meth:`start_head` starts
         it again. On one machine the kernel closes the lost node's connections at once,
@@ -291,6 +296,7 @@ class FakeNPUCluster:
             )
         process = self._node_processes.pop(index)
         doomed = _process_tree(process)
+        killed_at = time.time()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
@@ -302,6 +308,7 @@ class FakeNPUCluster:
                 f"SIGKILL to fake node {index}'s process group left alive: "
                 + "; ".join(f"process {p.pid} {_describe(p)} (now killed)" for p in leftovers)
             )
+        return killed_at
 
     def start_head(self) -> None:
         """Start the lost head again at its address, as Kubernetes restarts a head pod, and
