@@ -27,7 +27,13 @@ if importlib.util.find_spec(HARNESS.split(".")[0]) is None:
 #: which tests share a pytest-xdist worker.
 #: The tiers first: the others import it, and pytest warns of a plugin that something
 #: imported before pytest loaded it (PytestAssertRewriteWarning).
-pytest_plugins = ["ray_serve_npu_tooling.tiers", "ray_serve_npu_tooling.worker_groups", HARNESS]
+#: Then the figures the fake-tier tests measure (``record_figure``, ``--figures-json``).
+pytest_plugins = [
+    "ray_serve_npu_tooling.tiers",
+    "ray_serve_npu_tooling.worker_groups",
+    "ray_serve_npu_tooling.figures",
+    HARNESS,
+]
 
 PLUGIN_TESTS = Path("tests") / "plugin"
 
@@ -44,43 +50,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: not item.path.is_relative_to(config.rootpath / PLUGIN_TESTS))
 
 
-class MeasuredFigures:
-    """Figures tests record with ``record_figure``, printed at the end of the run.
-
-    They travel as the reports' user properties, which reach the xdist controller;
-    the stash of the worker that measured them does not.
-    """
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":
-            test = report.nodeid.split("@")[0].rsplit("::", 1)[-1]
-            self.lines += [f"{test}: {v}" for key, v in report.user_properties if key == "figure"]
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.lines:
-            terminalreporter.section("figures measured (fake NPU tier)")
-            for line in self.lines:
-                terminalreporter.write_line(line)
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(MeasuredFigures(), "measured-figures")
     # One place for the site's builds, so that each builder and edition is built once for
     # every test and xdist worker of the run that reads it.
     from ray_serve_npu_tooling.docs.site import SITE_CACHE_ENV_VAR
     from ray_serve_npu_tooling.tiers import run_environ
 
     run_environ(config, SITE_CACHE_ENV_VAR, "site-builds-")
-
-
-@pytest.fixture
-def record_figure(request: pytest.FixtureRequest) -> object:
-    """Record a figure the test measured; the run's summary prints it under the test's name."""
-
-    def record(name: str, value: object) -> None:
-        request.node.user_properties.append(("figure", f"{name} = {value}"))
-
-    return record

@@ -53,6 +53,7 @@ extensions = [
     "table_words",
     "node_kinds",
     "bench_readings",
+    "measured_figures",
 ]
 
 # _generated holds tables the extensions write for pages to include.

@@ -12,9 +12,9 @@ The worker's proxy listens on a port of its own (Serve's
 ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``, which the head's proxy ignores), so each client
 picks its proxy: the worker's alone, as KubeRay's Serve service sends clients with the
 manifest's ``excludeHeadPodFromServeSvc``, or half of them the head's, as with KubeRay's
-default. The two restarts run one after the other on one cluster: first with half the
-clients on the head's proxy, on the head the cluster started with, then with all of them
-on the worker's, on the head started again.
+default. The two restarts run one after the other on one cluster: first with every
+client on the worker's proxy, on the head the cluster started with, then with half of
+them on the head's, on the head started again.
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ class Restart:
         halfway = (self.gone_at + self.back_at) / 2
         return outcome.ended_at - outcome.total_s < halfway < self.back_at < outcome.ended_at
 
+    def assert_answers_take_under_half_the_absence(self) -> None:
+        """What :meth:`waited_for_the_head` takes for granted, checked on the answers that
+        ended before the head went."""
+        before = [o.total_s for _, o in self.outcomes if o.completed and o.ended_at < self.gone_at]
+        half = (self.back_at - self.gone_at) / 2
+        assert before and max(before) < half, (max(before, default=None), half)
+
     def completed_while_away(self) -> int:
         return sum(
             1 for _, o in self.outcomes if o.completed and self.gone_at < o.ended_at < self.back_at
@@ -100,7 +107,11 @@ def restartable(
     with gcs_redis(workdir, namespace="fake-npu-head-restart") as storage:
         # As KubeRay's head: no NPUs and num-cpus 0, so no replica runs there.
         head = FakeNode(node_kind=CPU_ONLY, num_cpus=0)
-        worker = FakeNode(env={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(worker_port)})
+        # The worker's load must not starve the head's start on the shared cores: at
+        # niceness 0, a restarted head's raylet, under clients streaming through the
+        # worker, timed out waiting for its dashboard agent's port file and exited (CI,
+        # 2026-12-06). On Kubernetes the head pod has cores of its own.
+        worker = FakeNode(env={"RAY_SERVE_WORKER_PROXY_HTTP_PORT": str(worker_port)}, niceness=10)
         cluster = FakeNPUCluster([head, worker], gcs_storage=storage).start()
         try:
             with served_app(
@@ -195,53 +206,17 @@ def _serve_recovers(served: Restartable, back_at: float, record_figure: Any) -> 
     assert after == served.replica_pids, (served.replica_pids, after)
 
 
-def test_fake_npu_head_restart_through_the_head_proxy_holds_every_stream_until_it_is_back(
-    restartable: Restartable, record_figure: Any
-) -> None:
-    """Half the clients go through the head's proxy, as KubeRay's default Serve service
-    sends them. Streams through it break when it dies; and Ray holds every other stream
-    of the ingress until the head is back. Measured on Ray 2.60.0: when a stream's
-    caller (the dead proxy) can't be confirmed dead while the GCS is away, Ray's async
-    streaming generator waits for its reports on the ingress's event loop
-    (``WaitAllObjectsReported``, ray-project/ray#44079), so the whole replica waits.
-    It runs first: on the head the cluster started with, every run so far held them;
-    on a head started again, two runs did not (in one, that head's proxy answered for
-    about 2 s after the SIGKILL). Should Ray stop holding them, this test fails: then
-    say so on the kuberay and troubleshooting pages."""
-    _wait_for_proxy(restartable.head_proxy)
-    proxies = [restartable.head_proxy, restartable.worker_proxy]
-    restart = asyncio.run(_restart_head_under_load(restartable.app.cluster, proxies))
-    outcomes = [outcome for _, outcome in restart.outcomes]
-
-    assert not [o for o in outcomes if o.timed_out], "a stream hung"
-    # Only streams through the head's own proxy fail: their connection broke.
-    cut = [o for o in outcomes if not o.completed]
-    assert cut, "no stream through the head's proxy was cut"
-    assert all(o.connection_broke for o in cut), cut
-    assert not [o for o in restart.through(restartable.worker_proxy) if not o.completed]
-    # Those in flight through the worker's proxy waited the head out, and completed.
-    held = [o for o in restart.through(restartable.worker_proxy) if restart.waited_for_the_head(o)]
-    assert held, (
-        "no request through the worker's proxy waited for the head: Ray no longer holds the "
-        "ingress; update docs/kuberay.md and docs/troubleshooting.md"
-    )
-
-    record_figure("head away s", round(restart.back_at - restart.gone_at, 1))
-    record_figure("completed while the head was away", restart.completed_while_away())
-    record_figure("held across the restart", len(held))
-    record_figure("cut: connection broken", len(cut))
-    _serve_recovers(restartable, restart.back_at, record_figure)
-
-
 def test_fake_npu_head_restart_worker_proxy_answers_while_the_head_is_away(
     restartable: Restartable, record_figure: Any
 ) -> None:
     """Every client goes through the worker's proxy, as the KubeRay recipe's Serve service
     sends them: Serve answers throughout, as Ray's documentation says it does."""
+    _wait_for_proxy(restartable.worker_proxy)
     restart = asyncio.run(
         _restart_head_under_load(restartable.app.cluster, [restartable.worker_proxy])
     )
     outcomes = [outcome for _, outcome in restart.outcomes]
+    restart.assert_answers_take_under_half_the_absence()
 
     assert not [o for o in outcomes if o.timed_out], "a stream hung"
     failed = [o for o in outcomes if not o.completed]
@@ -254,4 +229,40 @@ def test_fake_npu_head_restart_worker_proxy_answers_while_the_head_is_away(
     record_figure("head away s", round(restart.back_at - restart.gone_at, 1))
     record_figure("completed while the head was away", restart.completed_while_away())
     record_figure("longest request s", round(max(o.total_s for o in outcomes), 1))
+    _serve_recovers(restartable, restart.back_at, record_figure)
+
+
+def test_fake_npu_head_restart_through_the_head_proxy_breaks_its_streams_and_may_hold_the_rest(
+    restartable: Restartable, record_figure: Any
+) -> None:
+    """Half the clients go through the head's proxy, as KubeRay's default Serve service
+    sends them. Streams through it break when it dies; and Ray can hold every other stream
+    of the ingress until the head is back. Measured on Ray 2.60.0: when a stream's
+    caller (the dead proxy) can't be confirmed dead while the GCS is away, Ray's async
+    streaming generator waits for its reports on the ingress's event loop
+    (``WaitAllObjectsReported``, ray-project/ray#44079), so the whole replica waits.
+    The hold is recorded, not asserted: it did not happen in every run."""
+    _wait_for_proxy(restartable.head_proxy)
+    _wait_for_proxy(restartable.worker_proxy)
+    proxies = [restartable.head_proxy, restartable.worker_proxy]
+    restart = asyncio.run(_restart_head_under_load(restartable.app.cluster, proxies))
+    outcomes = [outcome for _, outcome in restart.outcomes]
+    restart.assert_answers_take_under_half_the_absence()
+
+    assert not [o for o in outcomes if o.timed_out], "a stream hung"
+    # Only requests through the head's own proxy fail, each with its connection broken or
+    # refused: the proxy went with the head.
+    assert not [o for o in restart.through(restartable.worker_proxy) if not o.completed]
+    cut = [o for o in restart.through(restartable.head_proxy) if not o.completed]
+    assert cut, "no request through the head's proxy failed when the head went"
+    assert all(o.connection_broke for o in cut), cut
+    # Those in flight through the worker's proxy may wait the head out: measured, not
+    # asserted. Most runs held all of them, one of four held none: it depends on whether
+    # a stream of the dead proxy still had reports in flight when it ended.
+    held = [o for o in restart.through(restartable.worker_proxy) if restart.waited_for_the_head(o)]
+
+    record_figure("head away s", round(restart.back_at - restart.gone_at, 1))
+    record_figure("completed while the head was away", restart.completed_while_away())
+    record_figure("held across the restart", len(held))
+    record_figure("failed through the head's proxy", len(cut))
     _serve_recovers(restartable, restart.back_at, record_figure)

@@ -76,9 +76,14 @@ class FakeNode(BaseModel, frozen=True):
     #: Fake GPUs beside the NPUs (``ray start --num-gpus``), for a ``gpu``-kind app
     #: on the fake platform's GPU variant. 0 leaves GPUs to Ray's detection.
     num_gpus: int = 0
-    #: Set in this node's environment only, on top of the cluster's ``node_env``:
-    #: what Ray reads per node, such as Serve's ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``.
+    #: Set in this node's environment only, on top of the cluster's ``node_env`` (the
+    #: cluster's own settings, such as its address and GCS storage, still win): what Ray
+    #: reads per node, such as Serve's ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``.
     env: dict[str, str] = Field(default_factory=dict)
+    #: The niceness of this node's processes. Fake nodes share the machine's cores,
+    #: where real nodes don't: a busy node at a higher niceness leaves the others the
+    #: CPU they would have on hosts of their own.
+    niceness: int = Field(default=0, ge=0, le=19)
 
     @property
     def resources(self) -> dict[str, float]:
@@ -218,6 +223,7 @@ class FakeNPUCluster:
             ["--head", f"--port={self.gcs_port}"] if index == 0 else [f"--address={self.address}"]
         )
         command = [
+            *(["nice", "-n", str(node.niceness)] if node.niceness else []),
             str(Path(sys.executable).with_name("ray")),
             "start",
             *role,
@@ -283,7 +289,8 @@ class FakeNPUCluster:
 
     def lose_node(self, index: int) -> float:
         """Take node ``index`` away at once: SIGKILL to its raylet and everything on it.
-        Returns the ``time.time()`` of the SIGKILL; it returns once all of them are gone.
+
+        Returns the ``time.time()`` of the SIGKILL, once every process of the node is gone.
 
         The head (index 0) too, GCS and all, as a head pod dies; :meth:`start_head` starts
         it again. On one machine the kernel closes the lost node's connections at once,
