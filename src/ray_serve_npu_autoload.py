@@ -3,7 +3,8 @@
 ``ray_serve_npu_autoload.pth`` imports this module at interpreter start, in the
 driver, the Serve controller and every replica. It imports only the standard
 library: it puts :class:`NPUKindFinder` on ``sys.meta_path``, which wraps the
-loaders of the Ray Serve LLM modules in :data:`TARGETS`. Right after one of them
+loaders of the Ray modules in :data:`TARGETS` (Ray Serve LLM's, and Serve's
+HAProxy template). Right after one of them
 has executed, the finder hands its name to ``ray_serve_npu.activation``, which
 checks the Ray version and applies the patches its ledger lists
 (``ray_serve_npu.patches``). ``RAY_SERVE_NPU_DISABLE=1`` is read there: disabled,
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-#: The Ray Serve LLM modules the plugin patches, in the order it patches them. Written
+#: The Ray modules the plugin patches, in the order it patches them. Written
 #: out, so that the hook imports nothing of the plugin at start; a test holds it to
 #: the ledger (``ray_serve_npu.patches.TARGET_MODULES``).
 TARGETS: tuple[str, ...] = (
@@ -29,6 +30,7 @@ TARGETS: tuple[str, ...] = (
     "ray.llm._internal.serve.core.server.llm_server",
     "ray.llm._internal.serve.core.ingress.ingress",
     "ray.llm._internal.serve.core.ingress.builder",
+    "ray.serve._private.haproxy_templates",
 )
 
 

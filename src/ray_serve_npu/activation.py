@@ -22,7 +22,13 @@ import os
 import sys
 
 from ray_serve_npu.envs import API_KEY_ENV_VAR, DISABLE_ENV_VAR, DRY_RUN_MODEL_ENV_VAR
-from ray_serve_npu.patches import PATCH_MODULES, PATCHES, TARGET_MODULES, Patch
+from ray_serve_npu.patches import (
+    PATCH_MODULES,
+    PATCHES,
+    SERVE_WIDE_TARGETS,
+    TARGET_MODULES,
+    Patch,
+)
 
 logger = logging.getLogger("ray_serve_npu")
 
@@ -79,27 +85,31 @@ def _check_ray_once() -> None:
         logger.info(
             "Ray Serve LLM has its own npu kind; ray_serve_npu leaves it in charge and "
             "adds only the OpenAI ingress's API key, failure answers and 404, the API key "
-            "of direct streaming, and on the fake-NPU tier its adapter."
+            "of direct streaming, HAProxy's statistics and metrics on loopback, and on the "
+            "fake-NPU tier its adapter."
         )
     _checked_ray = True
 
 
-def patches_for_this_process() -> tuple[Patch, ...]:
-    """The ledger's patches this process needs.
+def patches_for_this_process(targets: tuple[str, ...] = TARGET_MODULES) -> tuple[Patch, ...]:
+    """The ledger's patches of ``targets`` that this process needs.
 
     The npu kind's step aside where Ray Serve LLM has an npu kind of its own; the
     ingress's and the direct-streaming builder's hold for every kind, so a key set
     never goes unenforced. The fake tier's apply only where the fake tier is on.
+    Ray Serve LLM is imported only to ask whether it has an npu kind, and only where
+    a target of the npu kind is asked for: a Serve controller loads none.
     """
-    from ray_serve_npu import accelerators
-
     fake_tier = bool(os.environ.get(DRY_RUN_MODEL_ENV_VAR))
-    return tuple(
-        patch
-        for patch in PATCHES
-        if not (patch.npu_kind and accelerators.RAY_HAS_NPU_KIND)
-        and (fake_tier or not patch.fake_tier)
-    )
+    wanted = [
+        patch for patch in PATCHES if patch.target in targets and (fake_tier or not patch.fake_tier)
+    ]
+    if any(patch.npu_kind for patch in wanted):
+        from ray_serve_npu import accelerators
+
+        if accelerators.RAY_HAS_NPU_KIND:
+            wanted = [patch for patch in wanted if not patch.npu_kind]
+    return tuple(wanted)
 
 
 def _partly_imported(name: str) -> bool:
@@ -135,14 +145,18 @@ def _patch_loaded_modules(executed: str | None = None) -> None:
     ``executed`` has just run its code (the hook's call); any other module whose code
     is still running is left to the hook, which calls again once it completes.
     """
-    from ray_serve_npu.patches.widening import rebuild_models_that_embed_configs
-
-    patches = patches_for_this_process()
+    loaded = tuple(
+        name
+        for name in TARGET_MODULES
+        if name in sys.modules and (name == executed or not _partly_imported(name))
+    )
+    patches = patches_for_this_process(loaded)
     rebuilt = False
-    for name in TARGET_MODULES:
-        if name in sys.modules and (name == executed or not _partly_imported(name)):
-            rebuilt |= _patch_module(name, patches)
+    for name in loaded:
+        rebuilt |= _patch_module(name, patches)
     if rebuilt:
+        from ray_serve_npu.patches.widening import rebuild_models_that_embed_configs
+
         rebuild_models_that_embed_configs()
 
 
@@ -155,7 +169,8 @@ def target_executed(name: str) -> None:
     if disabled():
         _stay_off()
         return
-    _check_ray_once()
+    if name not in SERVE_WIDE_TARGETS:
+        _check_ray_once()
     _patch_loaded_modules(executed=name)
 
 
@@ -166,11 +181,12 @@ def activate() -> None:
     LLM loads. Call it where the ``.pth`` hook does not run (the package on
     ``PYTHONPATH`` rather than installed). It raises
     :class:`~ray_serve_npu.compat.UnsupportedRayError` on a Ray outside the supported
-    range, then imports the Ray Serve LLM modules the ledger patches (the vLLM
+    range, then imports the Ray modules the ledger patches (the vLLM
     engine's only where vLLM is installed) and applies the patches this process needs.
     Where Ray Serve LLM has an npu kind of its own, it patches only the OpenAI ingress
     (API key, failure answers and stream error events, 404 naming the served models),
-    the API key of direct streaming and, on the fake-NPU tier, the tier's adapter.
+    the API key of direct streaming, Serve's HAProxy template (statistics and metrics
+    on loopback) and, on the fake-NPU tier, the tier's adapter.
     Calling it again applies only what is missing, such as the fake tier's patch once
     the fake tier is on.
     """

@@ -14,16 +14,24 @@ available after 60s."
 Direct streaming serves the app the engine's replica builds, behind HAProxy; its arm
 here runs with the plugin's API key set where the app is built, as a reader would
 run it, to show the key holds on that path too.
+
+While the arms serve, the test reads the listening sockets of each HAProxy the clusters
+run: Serve's HTTP host here is 127.0.0.1, and with the plugin's patch of Serve's HAProxy
+template every socket HAProxy listens on, statistics and metrics included, is there too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from ray_serve_npu_tooling.bench.capacity import with_mock_engine
 from ray_serve_npu_tooling.bench.levers import LEVERS
@@ -36,6 +44,30 @@ from ray_serve_npu.ingress import fresh_api_key
 ARMS = ("ha-proxy", "direct-ingress")
 #: Behind HAProxy too, on the same fake cluster, with the API key.
 KEYED_ARM = "direct-streaming"
+
+
+def haproxies() -> list[psutil.Process]:
+    """The HAProxy processes of this test's fake clusters, which run under this process."""
+    return [
+        child for child in psutil.Process().children(recursive=True) if child.name() == "haproxy"
+    ]
+
+
+def assert_haproxy_listens_on_loopback_only(haproxy: psutil.Process) -> None:
+    """Its frontend, statistics and metrics on 127.0.0.1; its admin socket its owner's."""
+    listening = {
+        connection.laddr
+        for connection in haproxy.net_connections(kind="inet")
+        if connection.status == psutil.CONN_LISTEN
+    }
+    # Serve's HTTP frontend, the statistics page and the Prometheus exporter.
+    assert len({address.port for address in listening}) == 3, listening
+    assert {address.ip for address in listening} == {"127.0.0.1"}, listening
+    command = haproxy.cmdline()
+    config = Path(command[command.index("-f") + 1]).read_text()
+    admin_socket = re.search(r"^\s*stats socket (\S+) ", config, re.M)
+    assert admin_socket, config
+    assert stat.S_IMODE(os.stat(admin_socket.group(1)).st_mode) == 0o600
 
 
 @pytest.fixture
@@ -73,6 +105,12 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     # Direct ingress: the replica's own port, not Serve's proxy's.
     proxy_port = json.loads((tmp_path / "deploy-direct-ingress.json").read_text())["port"]
     assert httpx.URL(urls["direct-ingress"]).port != proxy_port
+    running = haproxies()
+    # One: the ha-proxy and direct-streaming arms share a cluster, and direct ingress
+    # runs without HAProxy.
+    assert len(running) == 1, [process.cmdline() for process in running]
+    for haproxy in running:
+        assert_haproxy_listens_on_loopback_only(haproxy)
     for name, url in urls.items():
         models = httpx.get(f"{url}/v1/models", timeout=30)
         assert models.status_code == 200, (name, models.text)

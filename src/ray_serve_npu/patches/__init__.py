@@ -1,6 +1,6 @@
-"""The ledger: every change ray-serve-npu makes to Ray Serve LLM, why, and when it goes.
+"""The ledger: every change ray-serve-npu makes to Ray Serve LLM and Serve, why, and when it goes.
 
-Read this first. One module of this package patches each Ray Serve LLM module
+Read this first. One module of this package patches each Ray module
 (its *target*), named after it, and opens with why, the upstream change it stands
 in for, and when it goes. ``PATCHES`` lists every patch in the
 order they are applied: each target is patched after the targets it imports.
@@ -26,11 +26,12 @@ VLLM_MODELS = "ray.llm._internal.serve.engines.vllm.vllm_models"
 LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
 INGRESS = "ray.llm._internal.serve.core.ingress.ingress"
 INGRESS_BUILDER = "ray.llm._internal.serve.core.ingress.builder"
+HAPROXY_TEMPLATES = "ray.serve._private.haproxy_templates"
 
 
 @dataclass(frozen=True)
 class Patch:
-    """One change the plugin makes to a Ray Serve LLM module, and when it can go."""
+    """One change the plugin makes to a Ray module, and when it can go."""
 
     #: The Ray module it changes.
     target: str
@@ -49,6 +50,10 @@ class Patch:
     #: Applied only in a process of the fake-NPU tier: one where
     #: :data:`~ray_serve_npu.envs.DRY_RUN_MODEL_ENV_VAR` is set when the plugin activates.
     fake_tier: bool = False
+    #: Its target is Ray Serve's own, which every Serve controller loads, LLM or not:
+    #: applied without the Ray version guard, whose range is Ray Serve LLM's (the
+    #: patch checks the lines it changes itself).
+    serve_wide: bool = False
 
     @property
     def module(self) -> str:
@@ -164,9 +169,22 @@ PATCHES: tuple[Patch, ...] = (
         "would answer without it.",
         upstream=None,
     ),
+    Patch(
+        target=HAPROXY_TEMPLATES,
+        patcher="ray_serve_npu.patches.haproxy_templates:keep_haproxy_side_ports_local",
+        what="HAProxy's statistics page and Prometheus exporter listen on 127.0.0.1, not "
+        "on every interface, and its admin socket is its owner's (mode 600, not 666).",
+        why="With RAY_SERVE_ENABLE_HA_PROXY=1, which direct streaming needs, anyone who "
+        "reaches a node reads HAProxy's statistics and metrics without a password, and "
+        "any user of the node can reconfigure HAProxy through its admin socket.",
+        upstream=None,
+        serve_wide=True,
+    ),
 )
 
 #: The modules the import hook watches, in the order they are patched.
 TARGET_MODULES: tuple[str, ...] = tuple(dict.fromkeys(patch.target for patch in PATCHES))
+#: The targets of Ray Serve's own, patched without the Ray version guard.
+SERVE_WIDE_TARGETS: frozenset[str] = frozenset(p.target for p in PATCHES if p.serve_wide)
 #: The plugin's modules that apply the patches.
 PATCH_MODULES: tuple[str, ...] = tuple(dict.fromkeys(patch.module for patch in PATCHES))
