@@ -84,10 +84,19 @@ def redis_storage(tmp_path: Path) -> Iterator[GcsStorage]:
 def test_fake_npu_cluster_head_restart_with_redis_keeps_the_worker_and_its_actor(
     redis_storage: GcsStorage,
 ) -> None:
-    cluster = FakeNPUCluster([FakeNode(), FakeNode()], gcs_storage=redis_storage).start()
+    # The worker's niceness, as the head-restart test under load sets it.
+    nodes = [FakeNode(), FakeNode(niceness=10)]
+    cluster = FakeNPUCluster(nodes, gcs_storage=redis_storage).start()
     try:
         before = _count(cluster)
         worker = cluster.node_processes(1)
+        # Every process of the node at 10 or nicer.
+        assert worker[0].nice() == 10
+        assert min(process.nice() for process in worker) == 10, worker
+        # And its session's, where Linux shares the cores out by session (autogroup).
+        autogroup = Path(f"/proc/{worker[0].pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "10", autogroup.read_text()
         cluster.lose_node(0)
         cluster.start_head()
         after = _count(cluster)

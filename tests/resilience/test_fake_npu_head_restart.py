@@ -31,7 +31,7 @@ import pytest
 from ray_serve_npu_tooling.gcs_redis import gcs_redis, redis_server_missing
 from ray_serve_npu_tooling.stream_client import StreamOutcome, stream_chat
 
-from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster
+from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, HeadStartFailed
 from ray_serve_npu.fake_npu.processes import free_port
 
 from .fake_serving import CPU_ONLY, ServedApp, chat_body, guarantees, run_driver, served_app
@@ -48,6 +48,11 @@ CLIENT_TIMEOUT_S = 120
 RETRY_AFTER_S = 1
 #: How long a proxy may take to answer its health check.
 PROXY_READY_S = 60
+#: Kubernetes starts a head container that exited again, and so does the test, this
+#: many times at most: on these shared cores, a head's raylet can time out waiting for
+#: its dashboard agent's port file and exit (CI, 2026-12-06), where a head pod has
+#: cores of its own.
+HEAD_STARTS = 3
 
 
 @dataclass
@@ -69,6 +74,8 @@ class Restart:
     #: ``time.time()`` when the head was killed, and when it was alive again.
     gone_at: float
     back_at: float
+    #: How many times the head was started before it stayed up.
+    head_starts: int
 
     def through(self, proxy: str) -> list[StreamOutcome]:
         return [outcome for url, outcome in self.outcomes if url == proxy]
@@ -177,15 +184,32 @@ async def _restart_head_under_load(cluster: FakeNPUCluster, proxies: list[str]) 
     load = asyncio.create_task(_stream_until(proxies, stop))
     try:
         await asyncio.sleep(WARM_S)
+        lost_head = cluster.node_id(0)
         gone_at = await asyncio.to_thread(cluster.lose_node, 0)
         await asyncio.sleep(guarantees()["head_restart_down_s"])
-        await asyncio.to_thread(cluster.start_head)
+        starts = await asyncio.to_thread(_start_head_as_kubernetes_does, cluster)
         back_at = time.time()
+        # The new head's node, not the lost one that the GCS, back from Redis, may
+        # still list alive at the same address.
+        assert cluster.node_id(0) != lost_head, lost_head
         await asyncio.sleep(AFTER_S)
     finally:
         # Also when the head does not come back: the clients stop, none is left looping.
         stop.set()
-    return Restart(await load, gone_at, back_at)
+    return Restart(await load, gone_at, back_at, starts)
+
+
+def _start_head_as_kubernetes_does(cluster: FakeNPUCluster) -> int:
+    """Start the head again until it stays up, at most :data:`HEAD_STARTS` times; how many
+    starts it took."""
+    for start in range(1, HEAD_STARTS):
+        try:
+            cluster.start_head()
+            return start
+        except HeadStartFailed:
+            continue
+    cluster.start_head()
+    return HEAD_STARTS
 
 
 def _serve_recovers(served: Restartable, back_at: float, record_figure: Any) -> None:
@@ -227,6 +251,7 @@ def test_fake_npu_head_restart_worker_proxy_answers_while_the_head_is_away(
     assert restart.completed_while_away(), "no request completed while the head was away"
 
     record_figure("head away s", round(restart.back_at - restart.gone_at, 1))
+    record_figure("head starts", restart.head_starts)
     record_figure("completed while the head was away", restart.completed_while_away())
     record_figure("longest request s", round(max(o.total_s for o in outcomes), 1))
     _serve_recovers(restartable, restart.back_at, record_figure)
@@ -262,6 +287,7 @@ def test_fake_npu_head_restart_through_the_head_proxy_breaks_its_streams_and_may
     held = [o for o in restart.through(restartable.worker_proxy) if restart.waited_for_the_head(o)]
 
     record_figure("head away s", round(restart.back_at - restart.gone_at, 1))
+    record_figure("head starts", restart.head_starts)
     record_figure("completed while the head was away", restart.completed_while_away())
     record_figure("held across the restart", len(held))
     record_figure("failed through the head's proxy", len(cut))

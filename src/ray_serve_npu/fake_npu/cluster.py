@@ -51,6 +51,38 @@ NO_DRAIN_ON_STOP = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 WORKER_GCS_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600"}
 
 
+#: Asks the GCS at ``RAY_ADDRESS`` every second until it has a node alive at each
+#: address of ``argv[1]`` (JSON) with an ID not in ``argv[2]``, then prints those IDs by
+#: address (JSON). One process for the whole wait: each start of Python and Ray takes
+#: a core for a second or more, which a head starting on shared cores can't spare.
+_ALIVE_NODES_PROBE = """
+import json, os, sys, time
+from ray._raylet import GcsClient
+from ray.core.generated.gcs_pb2 import GcsNodeInfo
+wanted, lost = set(json.loads(sys.argv[1])), set(json.loads(sys.argv[2]))
+while True:
+    try:
+        nodes = GcsClient(address=os.environ["RAY_ADDRESS"]).get_all_node_info(
+            timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE
+        )
+    except Exception:  # the GCS is not up yet, or not answering
+        nodes = {}
+    alive = {
+        n.node_manager_address: n.node_id.hex()
+        for n in nodes.values()
+        if n.node_id.hex() not in lost
+    }
+    if wanted <= alive.keys():
+        print(json.dumps(alive))
+        break
+    time.sleep(1)
+"""
+
+
+class HeadStartFailed(RuntimeError):
+    """A head started again exited before Ray had its node alive."""
+
+
 class GcsStorage(BaseModel, frozen=True):
     """A Redis that keeps the GCS's tables (GCS fault tolerance), as KubeRay's
     ``gcsFaultToleranceOptions`` give a head: a head started again with the same
@@ -80,9 +112,10 @@ class FakeNode(BaseModel, frozen=True):
     #: cluster's own settings, such as its address and GCS storage, still win): what Ray
     #: reads per node, such as Serve's ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``.
     env: dict[str, str] = Field(default_factory=dict)
-    #: The niceness of this node's processes. Fake nodes share the machine's cores,
-    #: where real nodes don't: a busy node at a higher niceness leaves the others the
-    #: CPU they would have on hosts of their own.
+    #: The niceness of this node's processes, and of their session where the kernel
+    #: shares the cores out by session (autogroup). Fake nodes share the machine's
+    #: cores, where real nodes don't: a busy node at a higher niceness leaves the
+    #: others the CPU they would have on hosts of their own.
     niceness: int = Field(default=0, ge=0, le=19)
 
     @property
@@ -109,6 +142,19 @@ def environ(changes: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _nice_session(pid: int, niceness: int) -> None:
+    """Give the session that ``pid`` leads ``niceness`` against the machine's others.
+
+    Where the kernel groups each session's processes for the scheduler (Linux's
+    autogroup, ``/proc/sys/kernel/sched_autogroup_enabled``), a process's niceness
+    weighs only against its own session's: each node's session gets an equal share
+    of the cores whatever ``nice`` says, unless the group's own niceness is set
+    (``/proc/PID/autogroup``, sched(7)).
+    """
+    with contextlib.suppress(FileNotFoundError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
 
 
 def _free_port(host: str) -> int:
@@ -174,6 +220,11 @@ class FakeNPUCluster:
         self.auth_token = secrets.token_hex(32)
         #: The running nodes' ``ray start`` processes, by node index.
         self._node_processes: dict[int, subprocess.Popen[bytes]] = {}
+        #: Each running node's ID in Ray, by node index, once Ray has it alive.
+        self._node_ids: dict[int, str] = {}
+        #: The IDs of lost nodes, which must not count for a node started again at
+        #: their address: the GCS can list one alive until its health check fails.
+        self._lost_node_ids: set[str] = set()
 
     def node_ip(self, index: int) -> str:
         """Node ``index``'s address: 127.X.Y.2, 127.X.Y.3, ... with X.Y this cluster's own.
@@ -251,7 +302,7 @@ class FakeNPUCluster:
             storage_env = WORKER_GCS_RECONNECT
         # Appended to: a restarted head's node writes after the one it replaces.
         log = open(self.temp_dir / f"node-{index}.log", "ab")  # noqa: SIM115 - owned by the process
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -266,6 +317,9 @@ class FakeNPUCluster:
             },
             start_new_session=True,  # its own process group, killed as one
         )
+        if node.niceness:
+            _nice_session(process.pid, node.niceness)
+        return process
 
     def start(self) -> FakeNPUCluster:
         try:
@@ -302,6 +356,8 @@ class FakeNPUCluster:
                 f"index: {index} is not a running node; give one of {self.running_nodes}"
             )
         process = self._node_processes.pop(index)
+        if index in self._node_ids:
+            self._lost_node_ids.add(self._node_ids.pop(index))
         doomed = _process_tree(process)
         killed_at = time.time()
         with contextlib.suppress(ProcessLookupError):
@@ -324,6 +380,10 @@ class FakeNPUCluster:
         With :attr:`gcs_storage`, the head takes up the cluster it left. Without it, Ray
         starts a new cluster, which turns the old workers away: they exit, and this raises
         ``RuntimeError`` naming the first one, with its output.
+
+        A head whose ``ray start`` exits before its node is alive raises
+        :class:`HeadStartFailed` with the head's output and counts as lost again, so it
+        can be started again, as Kubernetes restarts a pod's container that exited.
         """
         if 0 in self._node_processes:
             raise RuntimeError("start_head: the head is running; lose_node(0) first")
@@ -333,7 +393,13 @@ class FakeNPUCluster:
         # is already running at ..." (``ray/scripts/scripts.py``).
         (self.temp_dir / "ray_current_cluster").unlink(missing_ok=True)
         self._node_processes[0] = self._ray_start(self.nodes[0], 0)
-        self._wait_for_nodes()
+        try:
+            self._wait_for_nodes()
+        except RuntimeError as error:
+            if self._node_processes[0].poll() is None:
+                raise
+            _stop_process_group(self._node_processes.pop(0))
+            raise HeadStartFailed(str(error)) from None
 
     @property
     def running_nodes(self) -> list[int]:
@@ -351,41 +417,57 @@ class FakeNPUCluster:
                 return index
         raise LookupError(f"pid: process {pid} is not on a running node of this cluster")
 
+    def node_id(self, index: int) -> str:
+        """Running node ``index``'s ID in Ray: a head started again has a new one."""
+        return self._node_ids[index]
+
     def node_log(self, index: int) -> str:
         return (self.temp_dir / f"node-{index}.log").read_text(errors="replace")
 
     def _wait_for_nodes(self) -> None:
-        """Wait until every running node is alive in Ray, by its address: a lost node
-        that Ray has not yet declared dead must not count for a new one."""
-        wanted = {self.node_ip(index) for index in self._node_processes}
-        script = (
-            "import ray; ray.init(logging_level='ERROR'); "
-            "print(' '.join(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"
+        """Wait until every running node is alive in Ray, by its address and a node ID
+        that no lost node had: one that Ray has not yet declared dead must not count for
+        a node started again at its address."""
+        wanted = {self.node_ip(index): index for index in self._node_processes}
+        # Asked of the GCS alone: ``ray.init`` waits for a raylet on its node, which a
+        # head started again may not have yet.
+        probe = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _ALIVE_NODES_PROBE,
+                json.dumps(sorted(wanted)),
+                json.dumps(sorted(self._lost_node_ids)),
+            ],
+            env={**os.environ, **self.env()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            for index, process in self._node_processes.items():
-                if process.poll() is not None:
-                    raise RuntimeError(
-                        f"fake NPU node {index} exited with {process.returncode}:\n"
-                        f"{self.node_log(index)[-4000:]}"
+        try:
+            deadline = time.monotonic() + self.startup_timeout_s
+            while probe.poll() is None:
+                for index, process in self._node_processes.items():
+                    if process.poll() is not None:
+                        raise RuntimeError(
+                            f"fake NPU node {index} exited with {process.returncode}:\n"
+                            f"{self.node_log(index)[-4000:]}"
+                        )
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"fake NPU nodes {sorted(wanted)} were not all alive in Ray within "
+                        f"{self.startup_timeout_s}s:\n"
+                        + "\n".join(self.node_log(i)[-2000:] for i in self._node_processes)
                     )
-            probe = subprocess.run(
-                [sys.executable, "-c", script],
-                env={**os.environ, **self.env()},
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            alive = probe.stdout.strip().splitlines()[-1:]
-            if probe.returncode == 0 and alive and wanted <= set(alive[0].split()):
-                return
-            time.sleep(1)
-        raise TimeoutError(
-            f"fake NPU nodes {sorted(wanted)} were not all alive in Ray within "
-            f"{self.startup_timeout_s}s:\n"
-            + "\n".join(self.node_log(i)[-2000:] for i in self._node_processes)
-        )
+                time.sleep(1)
+        finally:
+            if probe.poll() is None:
+                probe.kill()
+            answer, _ = probe.communicate()
+        if probe.returncode != 0:
+            raise RuntimeError(f"the probe of the cluster's nodes exited with {probe.returncode}")
+        alive = json.loads(answer)
+        self._node_ids = {index: alive[ip] for ip, index in wanted.items()}
 
     def stop(self) -> None:
         """Stop every node (workers first), then check that nothing of the cluster is left."""
@@ -393,6 +475,7 @@ class FakeNPUCluster:
         for index in sorted(self._node_processes, reverse=True):
             _stop_process_group(self._node_processes[index])
         self._node_processes.clear()
+        self._node_ids.clear()
         leftovers = _wait_for_exit(tracked)
         gcs_port_held = _port_in_use(self.node_ip(0), self.gcs_port)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
