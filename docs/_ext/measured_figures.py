@@ -44,6 +44,7 @@ TEXTS: dict[str, dict[str, str]] = {
 #: The Chinese name of each figure the pages show (the tests name them in English).
 FIGURE_NAMES_ZH: dict[str, str] = {
     "head away s": "头节点离开时长（s）",
+    "head starts": "头节点启动次数",
     "completed while the head was away": "头节点离开期间完成的请求",
     "held across the restart": "被挡到头节点恢复的请求",
     "failed through the head's proxy": "经过头节点代理而失败的请求",

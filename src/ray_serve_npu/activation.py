@@ -139,17 +139,21 @@ def _patch_module(name: str, patches: tuple[Patch, ...]) -> bool:
     return rebuilt
 
 
-def _patch_loaded_modules(executed: str | None = None) -> None:
-    """Patch every target module already loaded, in ledger order.
+def _loaded_targets(executed: str | None = None) -> tuple[str, ...]:
+    """The target modules loaded, in ledger order.
 
     ``executed`` has just run its code (the hook's call); any other module whose code
     is still running is left to the hook, which calls again once it completes.
     """
-    loaded = tuple(
+    return tuple(
         name
         for name in TARGET_MODULES
         if name in sys.modules and (name == executed or not _partly_imported(name))
     )
+
+
+def _patch_loaded_modules(loaded: tuple[str, ...]) -> None:
+    """Patch the target modules ``loaded``, in ledger order."""
     patches = patches_for_this_process(loaded)
     rebuilt = False
     for name in loaded:
@@ -169,9 +173,12 @@ def target_executed(name: str) -> None:
     if disabled():
         _stay_off()
         return
-    if name not in SERVE_WIDE_TARGETS:
+    loaded = _loaded_targets(executed=name)
+    # Serve's own targets check their lines themselves; a Ray Serve LLM target waiting
+    # to be patched with them still needs the version check.
+    if not set(loaded) <= SERVE_WIDE_TARGETS:
         _check_ray_once()
-    _patch_loaded_modules(executed=name)
+    _patch_loaded_modules(loaded)
 
 
 def activate() -> None:
@@ -202,4 +209,4 @@ def activate() -> None:
             # builds apps need not have; the hook patches it if vLLM comes later.
             if not (error.name or "").startswith("vllm"):
                 raise
-    _patch_loaded_modules()
+    _patch_loaded_modules(_loaded_targets())

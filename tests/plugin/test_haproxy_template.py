@@ -12,6 +12,7 @@ each tested Ray.
 from __future__ import annotations
 
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ray.serve._private.haproxy import HAProxyApi, HAProxyConfig
 from ray.serve.config import HTTPOptions
 
 from ray_serve_npu.patches.haproxy_templates import (
+    HAPROXY_MODULE,
     TEMPLATE_LINES,
     HAProxyTemplateChangedError,
     keep_haproxy_side_ports_local,
@@ -115,3 +117,15 @@ def test_every_line_the_patch_writes_is_one_it_found() -> None:
     module = _template_module("\n".join(["global", *TEMPLATE_LINES, "defaults"]))
     keep_haproxy_side_ports_local(module)
     assert module.HAPROXY_CONFIG_TEMPLATE.split("\n")[1:-1] == list(TEMPLATE_LINES.values())
+
+
+def test_a_haproxy_manager_imported_before_the_patch_renders_the_patched_template(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As where activate() runs after Serve's HAProxy manager was imported: the manager
+    # holds its own reference to Ray's template.
+    manager = types.ModuleType(HAPROXY_MODULE)
+    manager.HAPROXY_CONFIG_TEMPLATE = "\n".join(TEMPLATE_LINES)
+    monkeypatch.setitem(sys.modules, HAPROXY_MODULE, manager)
+    keep_haproxy_side_ports_local(_template_module(manager.HAPROXY_CONFIG_TEMPLATE))
+    assert manager.HAPROXY_CONFIG_TEMPLATE.split("\n") == list(TEMPLATE_LINES.values())

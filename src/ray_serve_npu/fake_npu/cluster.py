@@ -153,8 +153,16 @@ def _nice_session(pid: int, niceness: int) -> None:
     of the cores whatever ``nice`` says, unless the group's own niceness is set
     (``/proc/PID/autogroup``, sched(7)).
     """
-    with contextlib.suppress(FileNotFoundError):
-        Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    for _ in range(20):
+        try:
+            autogroup.write_text(str(niceness))
+            return
+        except FileNotFoundError:  # no autogroup here: nice alone does it
+            return
+        except BlockingIOError:  # the kernel takes one such write per 100 ms
+            time.sleep(0.1)
+    raise RuntimeError(f"niceness: the kernel kept refusing {niceness} for {autogroup}")
 
 
 def _free_port(host: str) -> int:
@@ -318,7 +326,11 @@ class FakeNPUCluster:
             start_new_session=True,  # its own process group, killed as one
         )
         if node.niceness:
-            _nice_session(process.pid, node.niceness)
+            try:
+                _nice_session(process.pid, node.niceness)
+            except BaseException:
+                _stop_process_group(process)
+                raise
         return process
 
     def start(self) -> FakeNPUCluster:

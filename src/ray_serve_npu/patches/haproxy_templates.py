@@ -13,8 +13,11 @@ given, and keeps its admin socket to its owner.
 
 from __future__ import annotations
 
+import sys
 from types import ModuleType
 
+#: Serve's HAProxy manager, which renders the template.
+HAPROXY_MODULE = "ray.serve._private.haproxy"
 #: The statistics page and the metrics exporter listen here.
 LOOPBACK = "127.0.0.1"
 
@@ -61,4 +64,10 @@ def keep_haproxy_side_ports_local(module: ModuleType) -> None:
                 "or unset RAY_SERVE_ENABLE_HA_PROXY."
             )
         return
-    module.HAPROXY_CONFIG_TEMPLATE = "\n".join(TEMPLATE_LINES.get(line, line) for line in lines)
+    patched = "\n".join(TEMPLATE_LINES.get(line, line) for line in lines)
+    module.HAPROXY_CONFIG_TEMPLATE = patched
+    # Serve's HAProxy manager takes its own reference to the template when it is
+    # imported: one imported before this patch (activate() called late) still renders
+    # Ray's, unless it gets the patched one too.
+    if (haproxy := sys.modules.get(HAPROXY_MODULE)) is not None:
+        haproxy.HAPROXY_CONFIG_TEMPLATE = patched
