@@ -5,7 +5,7 @@ Ray 2.57.1 and 2.60.0, and differs in Ray 2.56.1 only in the direct-streaming
 branch of its builder. What is tested here is what the plugin adds to it: NPU
 bundles for every rank, no GPU key, and a build-time error for a gang that no
 node set can hold. That each rank gets NPUs of its own is tested by deploying the
-app on fake A2 and A3 nodes (test_data_parallel_placement.py), and with vLLM's
+app on a fake A3 node (test_data_parallel_placement.py), and with vLLM's
 engine on the fake tier (tests/fake_tier/test_fake_npu_a3_data_parallel.py).
 """
 

@@ -1,10 +1,12 @@
 """The npu kind's data-parallel app on a node's fake NPUs, mock engine: four ranks filling it.
 
 ``ray_serve_npu.build_dp_openai_app`` is deployed on the in-process Ray (fixture
-``ray_with_fake_npus``) at each Ray of the supported range, on a fake A2 node
-(DP 4 x TP 2 over eight NPUs) and a fake A3 node (DP 4 x TP 4 over sixteen, the
-layout of ``recipes/serve_npu_a3.py``; the fake tier's A3 run keeps one CPU engine
-worker per rank, so this is where each rank's four NPUs are shown). The engine is
+``ray_with_fake_npus``) at each Ray of the supported range, on a fake A3 node: DP 4 x
+TP 4 over sixteen NPUs, the layout of ``recipes/serve_npu_a3.py`` (the fake tier's A3
+run keeps one CPU engine worker per rank, so this is where each rank's four NPUs are
+shown). No recipe runs data parallel on one A2 node; the slices are the same formula
+for any TP, so an A2 layout would add a Ray start and four replicas (about 70 s of the
+fake-NPU tier, and as much at each older Ray), not a case. The engine is
 :class:`ray_serve_npu_tooling.mock_engine.PlacementProbeEngine`, the mock engine
 plus what the test reads: the NPUs Ray assigns to the workers that vLLM's Ray
 executor would start on each rank's bundles. ``DPServer`` asks nothing of the
@@ -49,7 +51,7 @@ from test_placement import _wait_until_placement_groups_removed, _wait_until_run
 
 from ray_serve_npu import build_dp_openai_app
 from ray_serve_npu.envs import VISIBLE_DEVICES_ENV_VAR
-from ray_serve_npu.hardware import A2, A3, NPU_RESOURCE, NodeKind
+from ray_serve_npu.hardware import A3, NPU_RESOURCE, NodeKind
 
 APP = "npu-dp-placement"
 DP = 4
@@ -68,7 +70,7 @@ RUNNING_TIMEOUT_S = 900
 pytestmark = [
     pytest.mark.fake_npu,
     pytest.mark.parametrize(
-        "ray_with_fake_npus", [A2, A3], indirect=True, ids=lambda kind: f"fake-{kind.name}"
+        "ray_with_fake_npus", [A3], indirect=True, ids=lambda kind: f"fake-{kind.name}"
     ),
 ]
 
