@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -44,6 +44,13 @@ CPU_ONLY = NodeKind(
 RECIPE = Path(__file__).parents[2] / "recipes" / "serve_npu.py"
 DRIVER = Path(__file__).with_name("serve_driver.py")
 MODEL_ID = "deepseek-v4-flash"
+#: The Serve application the package's tests share (conftest.app).
+APP_NAME = "resilience"
+#: The workers that join the package's head before the app is served, by node index:
+#: the ingress's (no NPUs), then two fake A2 workers, for the model's replica and for the
+#: node it moves to when its own is lost.
+INGRESS_NODE = 1
+NPU_NODES = (2, 3)
 
 
 @functools.cache
@@ -313,20 +320,30 @@ def assert_the_fault_event(outcome: StreamOutcome, fault: StreamFault) -> None:
 
 
 async def strike_under_load(
-    app: ServedApp, strike: Callable[[], None]
-) -> tuple[list[StreamOutcome], float]:
+    app: ServedApp, strike: Callable[[], None], proxies: Sequence[str] = ()
+) -> tuple[dict[str, list[StreamOutcome]], float]:
     """Stream ``FaultFigures.clients`` long answers; call ``strike`` once enough are open.
 
-    Returns what each client saw and the ``time.time()`` of the strike.
+    Client ``i`` goes through ``proxies[i % len(proxies)]``, or ``app.base_url`` if none
+    are given. Returns what the clients saw, by the proxy they went through, and the
+    ``time.time()`` of the strike.
     """
     figures = FaultFigures.read()
+    urls = list(proxies) or [app.base_url]
     open_streams = OpenStreams(figures.streams_open_at_kill)
     bodies = [
         chat_body(f"In flight {index}", max_tokens=figures.tokens_per_answer, ignore_eos=True)
         for index in range(figures.clients)
     ]
     load = asyncio.ensure_future(
-        stream_many(app.base_url, bodies, figures.client_timeout_s, open_streams=open_streams)
+        asyncio.gather(
+            *(
+                stream_many(
+                    url, bodies[offset :: len(urls)], figures.client_timeout_s, open_streams
+                )
+                for offset, url in enumerate(urls)
+            )
+        )
     )
     try:
         await asyncio.wait_for(open_streams.reached.wait(), figures.client_timeout_s)
@@ -339,7 +356,27 @@ async def strike_under_load(
     # The strike runs in the event loop, so the clients read nothing until it returns.
     struck_at = time.time()
     strike()
-    return await load, struck_at
+    return dict(zip(urls, await load, strict=True)), struck_at
+
+
+def every(outcomes_by_proxy: Mapping[str, list[StreamOutcome]]) -> list[StreamOutcome]:
+    """All the outcomes of :func:`strike_under_load`, whatever proxy they went through."""
+    return [outcome for outcomes in outcomes_by_proxy.values() for outcome in outcomes]
+
+
+def wait_for_proxy(url: str, within_s: float = 60) -> None:
+    """Until the proxy at ``url`` answers its health check (Serve's ``/-/healthz``)."""
+    deadline = time.monotonic() + within_s
+    answers: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            answers.append(str(httpx.get(f"{url}/-/healthz", timeout=5).status_code))
+        except httpx.TransportError as error:
+            answers.append(type(error).__name__)
+        if answers[-1] == "200":
+            return
+        time.sleep(1)
+    raise AssertionError(f"the proxy at {url} did not answer 200 within {within_s} s: {answers}")
 
 
 def assert_recovers(

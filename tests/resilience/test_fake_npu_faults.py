@@ -29,6 +29,7 @@ from .fake_serving import (
     assert_recovers,
     assert_refused_with,
     assert_the_fault_event,
+    every,
     guarantees,
     run_driver,
     strike_under_load,
@@ -102,7 +103,8 @@ def test_fake_npu_replica_killed_under_load_errors_streams_and_serve_restarts_it
     (pid,) = run_driver(app.cluster, "replica-pids", LLM_DEPLOYMENT_PREFIX, timeout_s=120)[
         "pids"
     ].values()
-    outcomes, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
+    by_proxy, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
+    outcomes = every(by_proxy)
 
     # Ray's ingress would end these streams without a word.
     _assert_cut_streams_end_in_errors(app, outcomes, killed_at, REPLICA_LOST, record_figure)
@@ -113,7 +115,8 @@ def test_fake_npu_engine_worker_killed_under_load_errors_streams_and_serve_resta
     app: ServedApp, record_figure: Any
 ) -> None:
     (pid,) = app.engine_worker_pids()
-    outcomes, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
+    by_proxy, killed_at = asyncio.run(strike_under_load(app, functools.partial(_kill, pid)))
+    outcomes = every(by_proxy)
 
     # vLLM's own event for its dead engine becomes the plugin's.
     _assert_cut_streams_end_in_errors(app, outcomes, killed_at, ENGINE_FAILED, record_figure)

@@ -7,10 +7,10 @@ end, none may hang; Serve must place the replica on the other worker and answer 
 Real Ray, Serve, plugin and vLLM (CPU build); fake NPUs, fake nodes on one machine, and
 a tiny random model.
 
-Every node's proxy listens on the same loopback port here (Serve opens it for port
-reuse), so the kernel spreads the clients over the proxies, as a load balancer over
-the nodes would. A stream through the lost node's own proxy loses its connection; a
-stream through a proxy that lives on must end in the plugin's event for a lost replica.
+The clients are spread over every proxy that runs, the head's, the ingress worker's and
+the lost node's, as a load balancer over the nodes would spread them. A stream through
+the lost node's own proxy loses its connection; a stream through a proxy that lives on
+must end in the plugin's event for a lost replica.
 """
 
 from __future__ import annotations
@@ -24,15 +24,19 @@ import pytest
 from ray_serve_npu.streams import REPLICA_LOST
 
 from .fake_serving import (
+    INGRESS_NODE,
     LLM_DEPLOYMENT_PREFIX,
+    NPU_NODES,
     ServedApp,
     assert_recovers,
     assert_refused_with,
     assert_the_fault_event,
+    every,
     guarantees,
     proxy_logs,
     run_driver,
     strike_under_load,
+    wait_for_proxy,
 )
 
 pytestmark = pytest.mark.fake_npu
@@ -55,25 +59,33 @@ def _replica_nodes(app: ServedApp) -> dict[str, list[int]]:
 
 
 def test_fake_npu_worker_node_lost_under_load_errors_streams_and_serve_moves_the_replica(
-    app: ServedApp, record_figure: Any
+    app: ServedApp, proxy_urls: dict[int, str], record_figure: Any
 ) -> None:
     before = _replica_nodes(app)
-    # One model replica on a worker; the package's app keeps the ingress on the head
-    # (conftest.app).
-    assert before[INGRESS_DEPLOYMENT] == [0] and before[LLM_DEPLOYMENT_PREFIX] != [0], before
+    # One model replica on a fake A2 worker; the package's app keeps the ingress on a
+    # worker of its own (conftest.app).
+    assert before[INGRESS_DEPLOYMENT] == [INGRESS_NODE], before
     (lost,) = before[LLM_DEPLOYMENT_PREFIX]
-    (other_worker,) = set(app.cluster.running_nodes) - {0, lost}
+    (other_worker,) = set(NPU_NODES) - {lost}
+    # Serve starts a node's proxy with its first replica: the other A2 worker has none yet.
+    proxies = [app.base_url, proxy_urls[INGRESS_NODE], proxy_urls[lost]]
+    for proxy in proxies:
+        wait_for_proxy(proxy)
 
-    outcomes, lost_at = asyncio.run(
-        strike_under_load(app, functools.partial(app.cluster.lose_node, lost))
+    by_proxy, lost_at = asyncio.run(
+        strike_under_load(app, functools.partial(app.cluster.lose_node, lost), proxies)
     )
+    outcomes = every(by_proxy)
 
     hung = [outcome for outcome in outcomes if outcome.timed_out]
     assert not hung, f"{len(hung)} streams hung: {hung}"
     cut = [outcome for outcome in outcomes if not outcome.completed]
-    # Through the lost node's own proxy: the connection breaks, and the client raises.
+    # Through the lost node's own proxy: the connection breaks, and the client raises;
+    # through no other.
     broken = [outcome for outcome in cut if outcome.connection_broke]
-    # Through a proxy that lived on (the head's or the other worker's): the plugin's
+    survived = every({url: got for url, got in by_proxy.items() if url != proxy_urls[lost]})
+    assert not [o for o in survived if o.connection_broke], survived
+    # Through a proxy that lived on (the head's or the ingress worker's): the plugin's
     # event for a lost replica, mid-stream or as the response (503) of a request that
     # had not begun.
     answered = [outcome for outcome in cut if not outcome.connection_broke]
@@ -96,7 +108,7 @@ def test_fake_npu_worker_node_lost_under_load_errors_streams_and_serve_moves_the
     # Long after the cut streams ended, so every proxy has logged what it answered: the
     # proxies that lived on answered the requests that got the event, and none of those
     # whose connection broke.
-    survivors = proxy_logs(app.cluster, [0, other_worker])
+    survivors = proxy_logs(app.cluster, [0, INGRESS_NODE, other_worker])
     assert not [o for o in answered if o.request_id not in survivors], answered
     assert not [o for o in broken if o.request_id and o.request_id in survivors], broken
     # Serve placed the model's replica on the worker that is left.

@@ -54,18 +54,22 @@ WORKER_GCS_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600"}
 #: Asks the GCS at ``RAY_ADDRESS`` every second until it has a node alive at each
 #: address of ``argv[1]`` (JSON) with an ID not in ``argv[2]``, then prints those IDs by
 #: address (JSON). One process for the whole wait: each start of Python and Ray takes
-#: a core for a second or more, which a head starting on shared cores can't spare.
+#: a core for a second or more, which a head starting on shared cores can't spare. It
+#: gives up by itself after ``argv[3]`` seconds, or once its parent (``argv[4]``) is gone,
+#: so a waiter killed before it can kill the probe leaves no probe polling.
 _ALIVE_NODES_PROBE = """
 import json, os, sys, time
 from ray._raylet import GcsClient
 from ray.core.generated.gcs_pb2 import GcsNodeInfo
 wanted, lost = set(json.loads(sys.argv[1])), set(json.loads(sys.argv[2]))
+deadline, parent = time.monotonic() + float(sys.argv[3]), int(sys.argv[4])
 while True:
     try:
         nodes = GcsClient(address=os.environ["RAY_ADDRESS"]).get_all_node_info(
             timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE
         )
-    except Exception:  # the GCS is not up yet, or not answering
+    except Exception as error:  # the GCS is not up yet, or not answering
+        print(f"the GCS did not answer: {error}", file=sys.stderr, flush=True)
         nodes = {}
     alive = {
         n.node_manager_address: n.node_id.hex()
@@ -75,8 +79,14 @@ while True:
     if wanted <= alive.keys():
         print(json.dumps(alive))
         break
+    if time.monotonic() > deadline or os.getppid() != parent:
+        sys.exit(f"gave up: alive {sorted(alive)}, wanted {sorted(wanted)}")
     time.sleep(1)
 """
+
+
+#: How much longer than the wait that starts it the probe may poll on its own.
+PROBE_GRACE_S = 30
 
 
 class HeadStartFailed(RuntimeError):
@@ -112,11 +122,6 @@ class FakeNode(BaseModel, frozen=True):
     #: cluster's own settings, such as its address and GCS storage, still win): what Ray
     #: reads per node, such as Serve's ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``.
     env: dict[str, str] = Field(default_factory=dict)
-    #: The niceness of this node's processes, and of their session where the kernel
-    #: shares the cores out by session (autogroup). Fake nodes share the machine's
-    #: cores, where real nodes don't: a busy node at a higher niceness leaves the
-    #: others the CPU they would have on hosts of their own.
-    niceness: int = Field(default=0, ge=0, le=19)
 
     @property
     def resources(self) -> dict[str, float]:
@@ -144,25 +149,43 @@ def environ(changes: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def _session_niceness(pid: int) -> str | None:
+    """The niceness of the session that ``pid`` leads, where Linux shares the cores out
+    by session (autogroup, ``/proc/sys/kernel/sched_autogroup_enabled``); else None."""
+    enabled = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    try:
+        if enabled.read_text().strip() != "1":
+            return None
+        # "/autogroup-123 nice 0"
+        return Path(f"/proc/{pid}/autogroup").read_text().split()[-1]
+    except FileNotFoundError:
+        return None
+
+
 def _nice_session(pid: int, niceness: int) -> None:
     """Give the session that ``pid`` leads ``niceness`` against the machine's others.
 
     Where the kernel groups each session's processes for the scheduler (Linux's
-    autogroup, ``/proc/sys/kernel/sched_autogroup_enabled``), a process's niceness
-    weighs only against its own session's: each node's session gets an equal share
-    of the cores whatever ``nice`` says, unless the group's own niceness is set
-    (``/proc/PID/autogroup``, sched(7)).
+    autogroup), a process's niceness weighs only against its own session's: each
+    node's session gets an equal share of the cores whatever ``nice`` says, unless
+    the group's own niceness is set (``/proc/PID/autogroup``, sched(7)).
     """
     autogroup = Path(f"/proc/{pid}/autogroup")
     for _ in range(20):
         try:
             autogroup.write_text(str(niceness))
             return
-        except FileNotFoundError:  # no autogroup here: nice alone does it
-            return
         except BlockingIOError:  # the kernel takes one such write per 100 ms
             time.sleep(0.1)
     raise RuntimeError(f"niceness: the kernel kept refusing {niceness} for {autogroup}")
+
+
+def _tail(path: Path, characters: int) -> str:
+    """The last ``characters`` of the text file at ``path``; empty if there is none."""
+    try:
+        return path.read_text(errors="replace")[-characters:]
+    except FileNotFoundError:
+        return ""
 
 
 def _free_port(host: str) -> int:
@@ -282,7 +305,6 @@ class FakeNPUCluster:
             ["--head", f"--port={self.gcs_port}"] if index == 0 else [f"--address={self.address}"]
         )
         command = [
-            *(["nice", "-n", str(node.niceness)] if node.niceness else []),
             str(Path(sys.executable).with_name("ray")),
             "start",
             *role,
@@ -325,12 +347,6 @@ class FakeNPUCluster:
             },
             start_new_session=True,  # its own process group, killed as one
         )
-        if node.niceness:
-            try:
-                _nice_session(process.pid, node.niceness)
-            except BaseException:
-                _stop_process_group(process)
-                raise
         return process
 
     def start(self) -> FakeNPUCluster:
@@ -413,6 +429,44 @@ class FakeNPUCluster:
             _stop_process_group(self._node_processes.pop(0))
             raise HeadStartFailed(str(error)) from None
 
+    @contextmanager
+    def niced(self, indices: Sequence[int], niceness: int) -> Iterator[None]:
+        """Running nodes ``indices`` at ``niceness`` or nicer until exit, then as they were.
+
+        Fake nodes share the machine's cores, where real nodes don't: a busy node at a
+        higher niceness leaves the others the CPU they would have on hosts of their own.
+        Each process of the nodes goes to ``niceness`` unless Ray made it nicer, and the
+        session they share too where Linux shares the cores out by session
+        (:func:`_nice_session`). Processes the nodes start meanwhile inherit it and keep it.
+        """
+        unknown = sorted(set(indices) - set(self._node_processes))
+        if unknown:
+            raise ValueError(
+                f"indices: {unknown} are not running nodes; give some of {self.running_nodes}"
+            )
+        own: dict[psutil.Process, int] = {}
+        sessions: dict[int, str] = {}
+        try:
+            for index in indices:
+                leader = self._node_processes[index].pid
+                if (session := _session_niceness(leader)) is not None:
+                    sessions[leader] = session
+                    _nice_session(leader, niceness)
+                for process in self.node_processes(index):
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        own[process] = process.nice()
+                        process.nice(max(own[process], niceness))
+            yield
+        finally:
+            # A lost node's processes are gone; what can't be undone must not hide why
+            # the block ended.
+            for leader, session in sessions.items():
+                with contextlib.suppress(OSError, RuntimeError):
+                    _nice_session(leader, int(session))
+            for process, niceness_before in own.items():
+                with contextlib.suppress(psutil.Error):
+                    process.nice(niceness_before)
+
     @property
     def running_nodes(self) -> list[int]:
         """The indices of the nodes that run: started, not stopped, not lost."""
@@ -442,20 +496,26 @@ class FakeNPUCluster:
         a node started again at its address."""
         wanted = {self.node_ip(index): index for index in self._node_processes}
         # Asked of the GCS alone: ``ray.init`` waits for a raylet on its node, which a
-        # head started again may not have yet.
-        probe = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _ALIVE_NODES_PROBE,
-                json.dumps(sorted(wanted)),
-                json.dumps(sorted(self._lost_node_ids)),
-            ],
-            env={**os.environ, **self.env()},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        # head started again may not have yet. Its own deadline is a little later than
+        # this wait's, which kills it first.
+        probe_deadline_s = self.startup_timeout_s + PROBE_GRACE_S
+        probe_errors = self.temp_dir / "node-probe.err"
+        with probe_errors.open("w") as errors:
+            probe = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _ALIVE_NODES_PROBE,
+                    json.dumps(sorted(wanted)),
+                    json.dumps(sorted(self._lost_node_ids)),
+                    str(probe_deadline_s),
+                    str(os.getpid()),
+                ],
+                env={**os.environ, **self.env()},
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+            )
         try:
             deadline = time.monotonic() + self.startup_timeout_s
             while probe.poll() is None:
@@ -468,7 +528,9 @@ class FakeNPUCluster:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"fake NPU nodes {sorted(wanted)} were not all alive in Ray within "
-                        f"{self.startup_timeout_s}s:\n"
+                        f"{self.startup_timeout_s}s; the probe of the GCS last printed:\n"
+                        + _tail(probe_errors, 1000)
+                        + "\n"
                         + "\n".join(self.node_log(i)[-2000:] for i in self._node_processes)
                     )
                 time.sleep(1)
@@ -477,7 +539,10 @@ class FakeNPUCluster:
                 probe.kill()
             answer, _ = probe.communicate()
         if probe.returncode != 0:
-            raise RuntimeError(f"the probe of the cluster's nodes exited with {probe.returncode}")
+            raise RuntimeError(
+                f"the probe of the cluster's nodes exited with {probe.returncode}:\n"
+                + _tail(probe_errors, 2000)
+            )
         alive = json.loads(answer)
         self._node_ids = {index: alive[ip] for ip, index in wanted.items()}
 
