@@ -149,7 +149,7 @@ def environ(changes: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _session_niceness(pid: int) -> str | None:
+def _session_niceness(pid: int) -> int | None:
     """The niceness of the session that ``pid`` leads, where Linux shares the cores out
     by session (autogroup, ``/proc/sys/kernel/sched_autogroup_enabled``); else None."""
     enabled = Path("/proc/sys/kernel/sched_autogroup_enabled")
@@ -157,7 +157,7 @@ def _session_niceness(pid: int) -> str | None:
         if enabled.read_text().strip() != "1":
             return None
         # "/autogroup-123 nice 0"
-        return Path(f"/proc/{pid}/autogroup").read_text().split()[-1]
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
     except FileNotFoundError:
         return None
 
@@ -445,7 +445,7 @@ class FakeNPUCluster:
                 f"indices: {unknown} are not running nodes; give some of {self.running_nodes}"
             )
         own: dict[psutil.Process, int] = {}
-        sessions: dict[int, str] = {}
+        sessions: dict[int, int] = {}
         try:
             for index in indices:
                 leader = self._node_processes[index].pid
@@ -462,7 +462,7 @@ class FakeNPUCluster:
             # the block ended.
             for leader, session in sessions.items():
                 with contextlib.suppress(OSError, RuntimeError):
-                    _nice_session(leader, int(session))
+                    _nice_session(leader, session)
             for process, niceness_before in own.items():
                 with contextlib.suppress(psutil.Error):
                     process.nice(niceness_before)
