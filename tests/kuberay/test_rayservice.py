@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
@@ -21,10 +22,17 @@ DOCKERFILE = ROOT / "recipes" / "Dockerfile"
 CRD = Path(__file__).parent / "data" / "ray.io_rayservices.yaml"
 
 
-def _schema() -> dict[str, Any]:
-    crd = yaml.safe_load(CRD.read_text())
-    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-    return v1["schema"]["openAPIV3Schema"]
+@functools.cache
+def _crd() -> dict[str, Any]:
+    """The CRD, read once: 1 MB of YAML, 2.4 s with PyYAML's Python loader and 0.4 s with
+    its C one here (2026-12-07); no test changes it."""
+    return yaml.load(CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft7Validator:
+    (v1,) = [v for v in _crd()["spec"]["versions"] if v["name"] == "v1"]
+    return jsonschema.Draft7Validator(v1["schema"]["openAPIV3Schema"])
 
 
 def _manifest() -> dict[str, Any]:
@@ -32,12 +40,11 @@ def _manifest() -> dict[str, Any]:
 
 
 def _errors(manifest: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(_schema())
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(manifest)]
+    return [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(manifest)]
 
 
 def test_the_crd_is_kuberay_v1_7_0_rayservice() -> None:
-    crd = yaml.safe_load(CRD.read_text())
+    crd = _crd()
     assert crd["spec"]["names"]["kind"] == "RayService"
     assert crd["spec"]["group"] == "ray.io"
 
