@@ -31,6 +31,7 @@ TARGETS: tuple[str, ...] = (
     "ray.llm._internal.serve.core.ingress.ingress",
     "ray.llm._internal.serve.core.ingress.builder",
     "ray.serve._private.haproxy_templates",
+    "ray.serve._private.haproxy",
 )
 
 

@@ -198,3 +198,30 @@ def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
     namespace = {"__serve_build_asgi_app__": __serve_build_asgi_app__, "__qualname__": qualname}
     keyed = type(server_cls.__name__, (server_cls,), namespace)
     return keyed  # type: ignore[return-value]
+
+
+def keyed_router_class(router_cls: _ServerT, digest: bytes) -> _ServerT:
+    """Ray Serve LLM's ingress request router ``router_cls``, requiring the key of SHA-256
+    ``digest`` on every route of its app.
+
+    With direct streaming behind HAProxy, the router's replica serves ``/internal/route``
+    on a port of its own, which HAProxy asks for each request's engine replica; without
+    this, anyone who reaches the port can ask it. The router's app is the one that
+    ``@serve.ingress`` froze when Ray defined the class, so the middleware goes onto the
+    replica's copy once the replica has it: after ``__init__`` (async, as Serve requires
+    of a subclass of an ingress), before Serve starts the app. HAProxy passes the
+    client's ``Authorization`` on (:mod:`ray_serve_npu.patches.haproxy`). Serve answers
+    ``/-/healthz`` and ``/-/routes`` on that port before the app sees them. Like
+    :func:`keyed_server_class`, the subclass carries only the digest and keeps the
+    class's ``__name__``, from which Serve names the deployment.
+    """
+
+    async def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        await super(keyed, self).__init__(*args, **kwargs)
+        self.app.middleware_stack = None
+        self.app.add_middleware(ApiKeyMiddleware, key_digest=digest)
+
+    qualname = f"keyed_router_class.<locals>.{router_cls.__name__}"
+    namespace = {"__init__": __init__, "__qualname__": qualname}
+    keyed = type(router_cls.__name__, (router_cls,), namespace)
+    return keyed  # type: ignore[return-value]

@@ -18,6 +18,10 @@ run it, to show the key holds on that path too.
 While the arms serve, the test reads the listening sockets of each HAProxy the clusters
 run: Serve's HTTP host here is 127.0.0.1, and with the plugin's patch of Serve's HAProxy
 template every socket HAProxy listens on, statistics and metrics included, is there too.
+It also asks the ingress request router of the keyed arm, on the port HAProxy's Lua
+calls it at, without the key: it refuses. Through HAProxy, the keyed chat request shows
+that the Lua passes the client's key on to the router, and the refused one that a
+request the router refuses ends in the plugin's 401, not in HAProxy's 503.
 """
 
 from __future__ import annotations
@@ -76,6 +80,21 @@ def assert_haproxy_listens_on_loopback_only(running: list[psutil.Process]) -> No
         assert stat.S_IMODE(os.stat(admin_socket.group(1)).st_mode) == 0o600
 
 
+def request_routers(running: list[psutil.Process]) -> set[str]:
+    """The base URLs of the ingress request routers that HAProxy's Lua asks: the routers
+    table of the Lua file that Serve writes beside each HAProxy's config."""
+    urls = set()
+    for haproxy in running:
+        command = haproxy.cmdline()
+        lua = Path(command[command.index("-f") + 1]).parent / "ingress_request_router.lua"
+        if lua.exists():
+            routers = re.search(r"^local ROUTERS = (\{.*?^\})", lua.read_text(), re.M | re.S)
+            assert routers, lua.read_text()
+            found = re.findall(r'host = "([^"]+)", port = (\d+)', routers.group(1))
+            urls |= {f"http://{host}:{port}" for host, port in found}
+    return urls
+
+
 @pytest.fixture
 def arm_clusters() -> Iterator[contextlib.ExitStack]:
     """Where ``serve_arms`` keeps the arms' fake clusters; each stops at the test's end."""
@@ -116,6 +135,12 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     running = haproxies()
     assert running, "no HAProxy is running"
     assert_haproxy_listens_on_loopback_only(running)
+    # The keyed arm's request router, asked on its own port as HAProxy asks it.
+    routers = request_routers(running)
+    assert routers, "no HAProxy names an ingress request router"
+    for router in routers:
+        asked = httpx.post(f"{router}/internal/route", json={}, timeout=30)
+        assert asked.status_code == 401, (router, asked.text)
     for name, url in urls.items():
         models = httpx.get(f"{url}/v1/models", timeout=30)
         assert models.status_code == 200, (name, models.text)

@@ -1,5 +1,6 @@
 """The API key the plugin adds to Ray Serve LLM's OpenAI ingress, and with direct
-streaming to the app the engine's replica serves in its place.
+streaming to the app the engine's replica serves in its place and to the ingress
+request router that HAProxy asks.
 
 They run on Ray's own ingress and builder modules, patched, with Starlette's test
 client: no Ray cluster, and for direct streaming the mock engine in place of vLLM's.
@@ -8,6 +9,7 @@ client: no Ray cluster, and for direct streaming the mock engine in place of vLL
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
 import types
@@ -20,6 +22,7 @@ from fastapi import FastAPI, WebSocket
 from npu_configs import make_llm_config
 from ray.llm._internal.serve.core.ingress import builder as ray_builder
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
+from ray.llm._internal.serve.core.ingress import router as ray_router
 from ray.llm._internal.serve.core.server.llm_server import LLMServer
 from ray.llm._internal.serve.serving_patterns.data_parallel import builder as ray_dp_builder
 from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
@@ -315,3 +318,80 @@ def test_an_unknown_models_404_names_the_served_models_and_the_fix() -> None:
     assert 'Fix: set "model" to one of them' in raised.value.detail
     # A served model passes through Ray's own lookup.
     assert asyncio.run(ingress._get_model_id("qwen3-8b")) == "qwen3-8b"
+
+
+class _StandInHandle:
+    """What the router's constructor asks of the engine deployment's handle."""
+
+    def _init(self) -> None:
+        pass
+
+
+def _router_deployment() -> Any:
+    """The request router's deployment as Ray's builder makes it beside the engine's."""
+    kwargs: dict[str, Any] = {"server": _direct_streaming_deployment()}
+    if (
+        "llm_config"
+        in inspect.signature(ray_builder._build_openai_ingress_request_router).parameters
+    ):
+        kwargs["llm_config"] = make_llm_config()  # from Ray 2.57.1
+    return ray_builder._build_openai_ingress_request_router(**kwargs)
+
+
+def _router_app(deployment: Any) -> FastAPI:
+    """The app a replica of the router ``deployment`` serves: its class pickled as Serve
+    ships it, constructed as Serve constructs it, with a stand-in for the engine's handle."""
+    router_cls = cloudpickle.loads(cloudpickle.dumps(deployment._bound_deployment.func_or_class))
+
+    async def __init__(self: Any) -> None:  # noqa: N807
+        await router_cls.__init__(self, server=_StandInHandle())
+
+    # Serve's wrapper has an async __del__, which an instance it did not start would
+    # leave unawaited.
+    replica_cls = type("Replica", (router_cls,), {"__init__": __init__, "__del__": lambda s: None})
+    router = object.__new__(replica_cls)
+    asyncio.run(router.__init__())
+    return router.app
+
+
+def test_direct_streaming_requires_the_key_on_the_request_routers_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    app = _router_app(_router_deployment())
+    assert app.user_middleware[0].cls is ApiKeyMiddleware
+    client = TestClient(app, raise_server_exceptions=False)
+
+    refused = client.post("/internal/route", json={})
+    assert refused.status_code == 401
+    assert API_KEY_ENV_VAR in refused.json()["error"]["message"]
+    wrong = client.post("/internal/route", json={}, headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    # With the key, the request reaches Ray's handler, which the stand-in handle fails.
+    keyed = client.post("/internal/route", json={}, headers={"Authorization": f"Bearer {KEY}"})
+    assert keyed.status_code not in {401, 404}, keyed.text
+
+
+def test_the_keyed_router_ships_only_the_keys_digest_keeps_its_name_and_ray_gets_its_class_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(API_KEY_ENV_VAR, raising=False)
+    open_deployment = _router_deployment()._bound_deployment
+    assert open_deployment.func_or_class is ray_router.LLMRouter
+    monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
+    deployment = _router_deployment()._bound_deployment
+    pickled = cloudpickle.dumps(deployment.func_or_class)
+
+    assert KEY.encode() not in pickled
+    assert key_digest(KEY) in pickled
+    assert deployment.name == open_deployment.name == "LLMRouter"
+    assert issubclass(deployment.func_or_class, ray_router.LLMRouter)
+    # Ray's module has its own class back once the builder ran.
+    assert ray_router.LLMRouter is open_deployment.func_or_class
+
+
+def test_rays_dp_and_pd_builders_hold_the_keyed_router_builder() -> None:
+    keyed_builder = ray_builder._build_openai_ingress_request_router
+    assert keyed_builder.__wrapped__.__module__ == ray_builder.__name__
+    assert ray_dp_builder._build_openai_ingress_request_router is keyed_builder
+    assert ray_pd_builder._build_openai_ingress_request_router is keyed_builder

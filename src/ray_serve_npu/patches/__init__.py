@@ -27,6 +27,7 @@ LLM_SERVER = "ray.llm._internal.serve.core.server.llm_server"
 INGRESS = "ray.llm._internal.serve.core.ingress.ingress"
 INGRESS_BUILDER = "ray.llm._internal.serve.core.ingress.builder"
 HAPROXY_TEMPLATES = "ray.serve._private.haproxy_templates"
+HAPROXY = "ray.serve._private.haproxy"
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,17 @@ PATCHES: tuple[Patch, ...] = (
         upstream=None,
     ),
     Patch(
+        target=INGRESS_BUILDER,
+        patcher="ray_serve_npu.patches.builder:require_api_key_on_the_request_router",
+        what=f"With {API_KEY_ENV_VAR} set where the app is built and direct streaming "
+        "on, the ingress request router's replica requires the key on its own port "
+        "(/internal/route and /health) (ray_serve_npu.ingress).",
+        why="HAProxy asks that router which engine replica takes each request; it "
+        "listens on Serve's HTTP host, every interface with HAProxy, and answers "
+        "anyone.",
+        upstream=None,
+    ),
+    Patch(
         target=HAPROXY_TEMPLATES,
         patcher="ray_serve_npu.patches.haproxy_templates:keep_haproxy_side_ports_local",
         what="HAProxy's statistics page and Prometheus exporter listen on 127.0.0.1, not "
@@ -177,6 +189,17 @@ PATCHES: tuple[Patch, ...] = (
         why="With RAY_SERVE_ENABLE_HA_PROXY=1, which direct streaming needs, anyone who "
         "reaches a node reads HAProxy's statistics and metrics without a password, and "
         "any user of the node can reconfigure HAProxy through its admin socket.",
+        upstream=None,
+        serve_wide=True,
+    ),
+    Patch(
+        target=HAPROXY,
+        patcher="ray_serve_npu.patches.haproxy:forward_the_key_to_the_request_router",
+        what="HAProxy's Lua action passes the client's Authorization header on to the "
+        "ingress request router, and leaves a request whose key the router refuses to "
+        "the engine replicas, whose app answers the plugin's 401.",
+        why="Ray's Lua forwards no client header but a session and a request id, and "
+        "turns any refusal of the router into a 503 that names the router.",
         upstream=None,
         serve_wide=True,
     ),
