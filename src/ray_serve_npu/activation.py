@@ -192,8 +192,9 @@ def activate() -> None:
     engine's only where vLLM is installed) and applies the patches this process needs.
     Where Ray Serve LLM has an npu kind of its own, it patches only the OpenAI ingress
     (API key, failure answers and stream error events, 404 naming the served models),
-    the API key of direct streaming, Serve's HAProxy template (statistics and metrics
-    on loopback) and, on the fake-NPU tier, the tier's adapter.
+    the API key of direct streaming and of its request router, Serve's HAProxy template
+    (statistics and metrics on loopback), HAProxy's Lua for the request router (the
+    client's key passed on) and, on the fake-NPU tier, the tier's adapter.
     Calling it again applies only what is missing, such as the fake tier's patch once
     the fake tier is on.
     """
@@ -206,7 +207,10 @@ def activate() -> None:
             importlib.import_module(name)
         except ModuleNotFoundError as error:
             # Ray Serve LLM's vLLM engine config imports vLLM, which a process that
-            # builds apps need not have; the hook patches it if vLLM comes later.
-            if not (error.name or "").startswith("vllm"):
+            # builds apps need not have, and Serve's HAProxy manager imports jinja2 at
+            # Ray 2.56.1 to 2.58.1 (haproxy.py, line 18 or 19), which only HAProxy's
+            # nodes need; the hook patches either if it loads later.
+            missing = (error.name or "").partition(".")[0]
+            if not (missing.startswith("vllm") or missing == "jinja2"):
                 raise
     _patch_loaded_modules(_loaded_targets())

@@ -119,7 +119,9 @@ class ApiKeyMiddleware:
         self._key_digest = key_digest
 
     def _authorized(self, scope: Scope) -> bool:
-        header = dict(scope["headers"]).get(b"authorization", b"")
+        # The first header, as Starlette's Headers.get and HAProxy's Lua for the request
+        # router take it: the router and the engine's app judge the same key.
+        header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
         scheme, _, key = header.partition(b" ")
         digest = hashlib.sha256(key).digest()
         return scheme.lower() == b"bearer" and hmac.compare_digest(digest, self._key_digest)

@@ -19,9 +19,10 @@ While the arms serve, the test reads the listening sockets of each HAProxy the c
 run: Serve's HTTP host here is 127.0.0.1, and with the plugin's patch of Serve's HAProxy
 template every socket HAProxy listens on, statistics and metrics included, is there too.
 It also asks the ingress request router of the keyed arm, on the port HAProxy's Lua
-calls it at, without the key: it refuses. Through HAProxy, the keyed chat request shows
-that the Lua passes the client's key on to the router, and the refused one that a
-request the router refuses ends in the plugin's 401, not in HAProxy's 503.
+calls it at, without the key: it refuses. Through HAProxy, the refused chat request
+shows that a request the router refuses ends in the plugin's 401, not in HAProxy's 503.
+That the Lua passes the client's key on to the router is shown in
+tests/plugin/test_request_router_lua.py, with a router that records what it gets.
 """
 
 from __future__ import annotations

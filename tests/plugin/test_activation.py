@@ -354,3 +354,20 @@ def test_serve_config_import_path_builds_npu_bundles(ray_with_fake_npus: None) -
         for deployment in build_app(app, name="npu-app").deployments
     }
     assert bundles["LLMServer:m"] == [{"NPU": 1, "CPU": 1}, {"NPU": 1}]
+
+
+def test_activate_leaves_serves_haproxy_manager_to_the_hook_where_jinja2_is_missing() -> None:
+    # Serve's HAProxy manager imports jinja2 at Ray 2.56.1 to 2.58.1, which a node
+    # without HAProxy need not have (the compat tier runs this at each of them).
+    result = _run_python(
+        """
+        import sys
+        sys.modules["jinja2"] = None  # as where jinja2 is not installed
+        import ray_serve_npu
+        ray_serve_npu.activate()
+        from ray.llm._internal.serve.core.configs import accelerators
+        print("activated", hasattr(accelerators, "NPUConfig"))
+        """
+    )
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert result.stdout.decode().splitlines()[-1] == "activated True"

@@ -25,6 +25,7 @@ import httpx
 import pytest
 from ray.serve._private import haproxy
 
+from ray_serve_npu.envs import API_KEY_ENV_VAR
 from ray_serve_npu.patches.haproxy import (
     LUA_EDITS,
     LuaTemplateChangedError,
@@ -57,7 +58,10 @@ def test_the_lua_passes_the_clients_key_to_the_router_and_a_refusal_to_the_backe
         assert any(ours in lua for ours in edit.values()), next(iter(edit))
     assert lua.count('(txn.http:req_get_headers()["authorization"] or {})[0]') == 1
     assert '"Authorization: " .. authorization' in lua
-    refusal = lua.index('if response:match("^HTTP/[%d%.]+ 401") then')
+    # Only the plugin's own refusal (its message names the variable) goes on.
+    refusal = lua.index(
+        f'if response:match("^HTTP/[%d%.]+ 401") and response:find("{API_KEY_ENV_VAR}", 1, true)'
+    )
     assert refusal < lua.index('"router_non_200"')
 
 
@@ -111,8 +115,10 @@ def test_a_template_without_a_patched_line_fails_with_the_fix_when_rendered() ->
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    """A stub of the router (answers 200 with replica r1 to the key, else 401) or of the
-    backend (answers 200): records the Authorization header of each request."""
+    """A stub of the router or of the backend, which answers 200; records the
+    Authorization header of each request. The router answers 200 with replica r1 to the
+    key, a 401 of its own to :data:`OTHER_ROUTERS_KEY`, and the plugin's 401 (which names
+    its variable) to anything else."""
 
     seen: list[str | None]
     is_router: bool
@@ -123,8 +129,12 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         self.seen.append(key)
         status, body = 200, b"backend"
         if self.is_router:
-            keyed = key == f"Bearer {KEY}"
-            status, body = (200, b'{"replica_id": "r1"}') if keyed else (401, b"{}")
+            if key == f"Bearer {KEY}":
+                status, body = 200, b'{"replica_id": "r1"}'
+            elif key == f"Bearer {OTHER_ROUTERS_KEY}":
+                status, body = 401, b'{"detail": "not here"}'
+            else:
+                status, body = 401, f'{{"message": "({API_KEY_ENV_VAR})"}}'.encode()
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -135,6 +145,9 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 
 KEY = "lua-key"
+#: The key that the stub router refuses as a router of another app's would: a 401
+#: without the plugin's message.
+OTHER_ROUTERS_KEY = "another-routers-rule"
 
 
 @contextlib.contextmanager
@@ -171,7 +184,9 @@ def test_haproxy_passes_the_key_to_the_router_and_a_refused_request_to_the_backe
     ):
         lua = tmp_path / "ingress_request_router.lua"
         router = f'{{ host = "127.0.0.1", port = {router_port}, host_header = "r" }}'
-        routers = f'{{ ["app"] = {{ {router} }} }}'
+        # A pool of routers per app from Ray 2.58.1 on; one router before.
+        pool = "local pool = ROUTERS[app]" in haproxy._load_lua_template().template
+        routers = f'{{ ["app"] = {{ {router} }} }}' if pool else f'{{ ["app"] = {router} }}'
         lua.write_text(
             haproxy._load_lua_template().substitute({**PLACEHOLDERS, "ROUTERS": routers})
         )
@@ -209,6 +224,8 @@ backend app
                 time.sleep(0.1)
             keyed = httpx.post(url, json={}, headers={"Authorization": f"Bearer {KEY}"})
             unkeyed = httpx.post(url, json={})
+            other = {"Authorization": f"Bearer {OTHER_ROUTERS_KEY}"}
+            refused_elsewhere = httpx.post(url, json={}, headers=other)
         finally:
             proxy.terminate()
             proxy.wait(timeout=30)
@@ -216,5 +233,7 @@ backend app
     assert keyed.status_code == 200, keyed.text
     # Without: the router refused, and the backend, not HAProxy, answered.
     assert unkeyed.status_code == 200, unkeyed.text
-    assert asked == [f"Bearer {KEY}", None]
+    # Any other refusal of a router stays Ray's: HAProxy answers 503.
+    assert refused_elsewhere.status_code == 503, refused_elsewhere.text
+    assert asked == [f"Bearer {KEY}", None, f"Bearer {OTHER_ROUTERS_KEY}"]
     assert served == [f"Bearer {KEY}", None]

@@ -196,8 +196,9 @@ PATCHES: tuple[Patch, ...] = (
         target=HAPROXY,
         patcher="ray_serve_npu.patches.haproxy:forward_the_key_to_the_request_router",
         what="HAProxy's Lua action passes the client's Authorization header on to the "
-        "ingress request router, and leaves a request whose key the router refuses to "
-        "the engine replicas, whose app answers the plugin's 401.",
+        "ingress request router, and leaves a request whose key the plugin's middleware "
+        "refused there to the engine replicas, whose keyed app answers the plugin's 401; "
+        "any other refusal of a router stays Ray's 503.",
         why="Ray's Lua forwards no client header but a session and a request id, and "
         "turns any refusal of the router into a 503 that names the router.",
         upstream=None,

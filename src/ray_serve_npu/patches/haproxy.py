@@ -5,9 +5,11 @@ ingress request router (``POST /internal/route``, on a port of its own on Serve'
 host) which engine replica takes each request, and sends it none of the client's
 headers but a session id and a request id. The plugin requires the API key on that
 router too (:mod:`ray_serve_npu.patches.builder`), so HAProxy must pass the client's
-``Authorization`` on. A router that refuses the key leaves the request to HAProxy's
-backend, the engine replicas, whose app refuses it with the plugin's 401; Ray's Lua
-would turn the refusal into a 503 "Ingress request router failed: router_non_200".
+``Authorization`` on. A refusal by the plugin's key middleware (a 401 that names
+:data:`~ray_serve_npu.envs.API_KEY_ENV_VAR`) leaves the request to HAProxy's backend,
+the engine replicas, whose keyed app refuses it with the plugin's 401; Ray's Lua would
+turn it into a 503 "Ingress request router failed: router_non_200", as it still does
+any other refusal of a router.
 Upstream: none yet.
 Goes: when Serve's request router authenticates HAProxy's calls, or Ray Serve LLM's
 direct streaming requires a key of its own.
@@ -18,6 +20,8 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 from types import ModuleType
+
+from ray_serve_npu.envs import API_KEY_ENV_VAR
 
 #: Each change to Ray's ``ingress_request_router.lua.tmpl``: the line the plugin looks
 #: for, one per Ray that writes it otherwise, mapped to the lines it writes instead.
@@ -54,9 +58,10 @@ LUA_EDITS: tuple[dict[str, str], ...] = (
     },
     {
         "    if not is_http_200(response) then": (
-            "    -- ray-serve-npu: a router that refused the key leaves the request to the\n"
-            "    -- backend, whose app refuses it too, with the plugin's 401.\n"
-            '    if response:match("^HTTP/[%d%.]+ 401") then\n'
+            "    -- ray-serve-npu: a router whose key middleware refused the key leaves the\n"
+            "    -- request to the backend, whose keyed app refuses it too, with its 401.\n"
+            '    if response:match("^HTTP/[%d%.]+ 401") and response:find('
+            f'"{API_KEY_ENV_VAR}", 1, true) then\n'
             "        return\n"
             "    end\n"
             "    if not is_http_200(response) then"
