@@ -195,10 +195,9 @@ def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
         app.add_middleware(ApiKeyMiddleware, key_digest=digest)
         return app
 
-    # A local qualname, so that cloudpickle pickles the class by value, digest and all.
-    qualname = f"keyed_server_class.<locals>.{server_cls.__name__}"
-    namespace = {"__serve_build_asgi_app__": __serve_build_asgi_app__, "__qualname__": qualname}
-    keyed = type(server_cls.__name__, (server_cls,), namespace)
+    keyed = _keyed_subclass(
+        server_cls, "keyed_server_class", __serve_build_asgi_app__=__serve_build_asgi_app__
+    )
     return keyed  # type: ignore[return-value]
 
 
@@ -223,7 +222,13 @@ def keyed_router_class(router_cls: _ServerT, digest: bytes) -> _ServerT:
         self.app.middleware_stack = None
         self.app.add_middleware(ApiKeyMiddleware, key_digest=digest)
 
-    qualname = f"keyed_router_class.<locals>.{router_cls.__name__}"
-    namespace = {"__init__": __init__, "__qualname__": qualname}
-    keyed = type(router_cls.__name__, (router_cls,), namespace)
+    keyed = _keyed_subclass(router_cls, "keyed_router_class", __init__=__init__)
     return keyed  # type: ignore[return-value]
+
+
+def _keyed_subclass(cls: type, made_by: str, **methods: Any) -> type:
+    """``cls`` with ``methods``, under ``cls``'s ``__name__``, from which Serve names the
+    deployment, and a qualname local to ``made_by``, so that cloudpickle pickles the class
+    by value, digest and all."""
+    qualname = f"{made_by}.<locals>.{cls.__name__}"
+    return type(cls.__name__, (cls,), {**methods, "__qualname__": qualname})

@@ -188,13 +188,18 @@ def _direct_streaming_deployment(**kwargs: Any) -> Any:
     return ray_builder._build_direct_streaming_llm_deployment(make_llm_config(), **kwargs)
 
 
+def _unconstructed_replica(deployment: Any) -> Any:
+    """An instance of ``deployment``'s class, pickled as Serve ships it, not yet
+    constructed. Serve's wrapper has an async __del__, which an instance it did not start
+    would leave unawaited: the instance's class has a plain one."""
+    replica_cls = cloudpickle.loads(cloudpickle.dumps(deployment._bound_deployment.func_or_class))
+    return object.__new__(type("Replica", (replica_cls,), {"__del__": lambda self: None}))
+
+
 def _direct_streaming_app(deployment: Any) -> FastAPI:
     """The app a replica of ``deployment`` serves: its class pickled as Serve ships it,
     started on the mock engine, then asked for its app as Serve asks."""
-    server_cls = cloudpickle.loads(cloudpickle.dumps(deployment._bound_deployment.func_or_class))
-    # Serve's wrapper has an async __del__, which an instance it did not start would
-    # leave unawaited.
-    server = object.__new__(type("Replica", (server_cls,), {"__del__": lambda self: None}))
+    server = _unconstructed_replica(deployment)
     server._llm_config = make_llm_config()
     server.engine = MockEngine(server._llm_config)
     return asyncio.run(server.__serve_build_asgi_app__())
@@ -341,16 +346,8 @@ def _router_deployment() -> Any:
 def _router_app(deployment: Any) -> FastAPI:
     """The app a replica of the router ``deployment`` serves: its class pickled as Serve
     ships it, constructed as Serve constructs it, with a stand-in for the engine's handle."""
-    router_cls = cloudpickle.loads(cloudpickle.dumps(deployment._bound_deployment.func_or_class))
-
-    async def __init__(self: Any) -> None:  # noqa: N807
-        await router_cls.__init__(self, server=_StandInHandle())
-
-    # Serve's wrapper has an async __del__, which an instance it did not start would
-    # leave unawaited.
-    replica_cls = type("Replica", (router_cls,), {"__init__": __init__, "__del__": lambda s: None})
-    router = object.__new__(replica_cls)
-    asyncio.run(router.__init__())
+    router = _unconstructed_replica(deployment)
+    asyncio.run(router.__init__(server=_StandInHandle()))
     return router.app
 
 
