@@ -26,6 +26,7 @@ import pytest
 from ray.serve._private import haproxy
 
 from ray_serve_npu.envs import API_KEY_ENV_VAR
+from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.patches.haproxy import (
     LUA_EDITS,
     LuaTemplateChangedError,
@@ -164,12 +165,6 @@ def _stub(is_router: bool) -> Iterator[tuple[int, list[str | None]]]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_haproxy_passes_the_key_to_the_router_and_a_refused_request_to_the_backend(
     tmp_path: Path,
 ) -> None:
@@ -190,7 +185,7 @@ def test_haproxy_passes_the_key_to_the_router_and_a_refused_request_to_the_backe
         lua.write_text(
             haproxy._load_lua_template().substitute({**PLACEHOLDERS, "ROUTERS": routers})
         )
-        port = _free_port()
+        port = free_port()
         # What Serve's config does around the Lua action (haproxy_templates.py), cut
         # down to one app: ask the router, answer 503 on a failure, else go to the
         # replica the router named or, without one, to the backend.
