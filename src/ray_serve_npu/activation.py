@@ -208,8 +208,9 @@ def activate() -> None:
         except ModuleNotFoundError as error:
             # Ray Serve LLM's vLLM engine config imports vLLM, which a process that
             # builds apps need not have, and Serve's HAProxy manager imports jinja2 at
-            # Ray 2.56.1 to 2.58.1 (haproxy.py, line 18 or 19), which only HAProxy's
-            # nodes need; the hook patches either if it loads later.
+            # Ray 2.56.1 to 2.58.1 (haproxy.py, line 18 or 19), which at 2.56.1 only
+            # HAProxy's nodes need (Serve itself imports the manager from 2.57.1);
+            # the hook patches either if it loads later.
             missing = (error.name or "").partition(".")[0]
             if not (missing.startswith("vllm") or missing == "jinja2"):
                 raise

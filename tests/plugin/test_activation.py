@@ -359,10 +359,19 @@ def test_serve_config_import_path_builds_npu_bundles(ray_with_fake_npus: None) -
 def test_activate_leaves_serves_haproxy_manager_to_the_hook_where_jinja2_is_missing() -> None:
     # Serve's HAProxy manager imports jinja2 at Ray 2.56.1 to 2.58.1, which a node
     # without HAProxy need not have (the compat tier runs this at each of them).
+    # At 2.57.1 and 2.58.1 Serve itself imports that manager (controller.py), so
+    # there Ray Serve needs jinja2 before the plugin is involved.
     result = _run_python(
         """
         import sys
         sys.modules["jinja2"] = None  # as where jinja2 is not installed
+        try:
+            import ray.serve
+        except ModuleNotFoundError as error:
+            if error.name != "jinja2":
+                raise
+            print("ray.serve needs jinja2")
+            sys.exit(0)
         import ray_serve_npu
         ray_serve_npu.activate()
         from ray.llm._internal.serve.core.configs import accelerators
@@ -370,4 +379,7 @@ def test_activate_leaves_serves_haproxy_manager_to_the_hook_where_jinja2_is_miss
         """
     )
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert result.stdout.decode().splitlines()[-1] == "activated True"
+    outcome = result.stdout.decode().splitlines()[-1]
+    if outcome == "ray.serve needs jinja2":
+        pytest.skip("Ray Serve itself imports jinja2 at this Ray")
+    assert outcome == "activated True"
