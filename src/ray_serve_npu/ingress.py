@@ -7,7 +7,7 @@ built and every request must carry ``Authorization: Bearer <key>``, as
 ``vllm serve --api-key`` requires: on the app of Ray Serve LLM's OpenAI ingress
 (``require_api_key``), and with ``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1``, which
 serves vLLM's own app from the engine's replica in place of that ingress, on that app
-(``keyed_server_class``).
+(``protected_server_class``).
 """
 
 from __future__ import annotations
@@ -166,20 +166,24 @@ def require_api_key(app: Any) -> None:
 _ServerT = TypeVar("_ServerT", bound=type)
 
 
-def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
-    """``server_cls`` whose direct-streaming app requires the key of SHA-256 ``digest``.
+def protected_server_class(server_cls: _ServerT, digest: bytes | None) -> _ServerT:
+    """``server_cls`` whose direct-streaming app has the plugin's protections.
 
     With direct streaming, Serve builds the ingress app in the engine's replica, from
     the server's ``__serve_build_asgi_app__`` once the engine has started, so there is
-    no app to add the middleware to where the key is read. The subclass carries only
-    the digest to the replica (Serve pickles the class), and adds
-    :class:`ApiKeyMiddleware` to the app there, last, so outermost. It keeps the
-    server's ``__name__``, from which Ray Serve LLM names the deployment.
+    no app to add middleware to where the app is built. The subclass adds them to the
+    app there: :class:`~ray_serve_npu.streams.StreamFaultMiddleware`, and with a key's
+    SHA-256 ``digest`` :class:`ApiKeyMiddleware`, last, so outermost. It carries only
+    the digest to the replica (Serve pickles the class) and keeps the server's
+    ``__name__``, from which Ray Serve LLM names the deployment.
 
-    Raises ValueError if ``server_cls`` has no ``__serve_build_asgi_app__``: no app
-    could carry the key.
+    A class without ``__serve_build_asgi_app__`` builds no app: without a key it is
+    returned unchanged. Raises ValueError if it has none and a key is set: no app could
+    carry the key.
     """
     if not hasattr(server_cls, "__serve_build_asgi_app__"):
+        if digest is None:
+            return server_cls
         raise ValueError(
             f"{API_KEY_ENV_VAR} is set, but {server_cls.__name__} can't require the key "
             "with direct streaming: it has no __serve_build_asgi_app__, from which Serve "
@@ -188,17 +192,22 @@ def keyed_server_class(server_cls: _ServerT, digest: bytes) -> _ServerT:
         )
 
     async def __serve_build_asgi_app__(self: Any) -> Any:  # noqa: N807 (Serve's hook)
-        app = await super(keyed, self).__serve_build_asgi_app__()
+        # In the replica, which has Ray loaded: this module imports without Ray.
+        from ray_serve_npu.streams import StreamFaultMiddleware
+
+        app = await super(protected, self).__serve_build_asgi_app__()
         # vLLM's build_app builds the middleware stack at once, and Starlette refuses
         # a middleware added after that; unset, the stack is built again on first use.
         app.middleware_stack = None
-        app.add_middleware(ApiKeyMiddleware, key_digest=digest)
+        app.add_middleware(StreamFaultMiddleware)
+        if digest is not None:
+            app.add_middleware(ApiKeyMiddleware, key_digest=digest)
         return app
 
-    keyed = _keyed_subclass(
-        server_cls, "keyed_server_class", __serve_build_asgi_app__=__serve_build_asgi_app__
+    protected = _plugin_subclass(
+        server_cls, "protected_server_class", __serve_build_asgi_app__=__serve_build_asgi_app__
     )
-    return keyed  # type: ignore[return-value]
+    return protected  # type: ignore[return-value]
 
 
 def keyed_router_class(router_cls: _ServerT, digest: bytes) -> _ServerT:
@@ -213,7 +222,7 @@ def keyed_router_class(router_cls: _ServerT, digest: bytes) -> _ServerT:
     of a subclass of an ingress), before Serve starts the app. HAProxy passes the
     client's ``Authorization`` on (:mod:`ray_serve_npu.patches.haproxy`). Serve answers
     ``/-/healthz`` and ``/-/routes`` on that port before the app sees them. Like
-    :func:`keyed_server_class`, the subclass carries only the digest and keeps the
+    :func:`protected_server_class`, the subclass carries only the digest and keeps the
     class's ``__name__``, from which Serve names the deployment.
     """
 
@@ -222,11 +231,11 @@ def keyed_router_class(router_cls: _ServerT, digest: bytes) -> _ServerT:
         self.app.middleware_stack = None
         self.app.add_middleware(ApiKeyMiddleware, key_digest=digest)
 
-    keyed = _keyed_subclass(router_cls, "keyed_router_class", __init__=__init__)
+    keyed = _plugin_subclass(router_cls, "keyed_router_class", __init__=__init__)
     return keyed  # type: ignore[return-value]
 
 
-def _keyed_subclass(cls: type, made_by: str, **methods: Any) -> type:
+def _plugin_subclass(cls: type, made_by: str, **methods: Any) -> type:
     """``cls`` with ``methods``, under ``cls``'s ``__name__``, from which Serve names the
     deployment, and a qualname local to ``made_by``, so that cloudpickle pickles the class
     by value, digest and all."""

@@ -1,6 +1,8 @@
 """Streams that end in a stable error event when the replica or the engine serving them fails.
 
-Wired in by ``ray_serve_npu.patches.ingress``; it applies to every kind, not just npu.
+Wired in by ``ray_serve_npu.patches.ingress``, and with direct streaming by
+``ray_serve_npu.patches.builder`` (:class:`StreamFaultMiddleware`); it applies to every
+kind, not just npu.
 When the replica streaming an answer dies, Ray's ingress ends the response
 without a word: HTTP 200 was already sent, and the stream stops with neither
 ``data: [DONE]`` nor a ``finish_reason``. OpenAI clients take that for a
@@ -34,7 +36,9 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 from ray.serve import context as serve_context
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ray_serve_npu.openai_errors import openai_error
 
@@ -197,3 +201,82 @@ def answering_failures(
             return JSONResponse(fault.error(rid), status_code=fault.code)
 
     return process
+
+
+class StreamFaultMiddleware:
+    """Ends a failed stream of a direct-streaming replica's app in :data:`ENGINE_FAILED`.
+
+    With direct streaming the engine's replica serves vLLM's own OpenAI app, and there
+    is no ingress to end its streams: an engine that dies sends vLLM's error event,
+    whose message is vLLM's, and an exception after HTTP 200 cuts the connection.
+    This middleware, on that app, replaces the first error event with a 5xx code
+    with :data:`ENGINE_FAILED`'s and ``data: [DONE]``, drops what the app sends after
+    it, and ends a stream that an exception cut the same way, logging the cause with
+    Serve's request id. Every fault seen here is the engine's: the replica is the one
+    running this code. Responses that are not server-sent events pass unchanged,
+    and so does an exception before the response starts (vLLM's app answers it).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        stream = _EventStream(send)
+        try:
+            await self.app(scope, receive, stream.send)
+        except Exception as error:
+            if not stream.open:
+                raise
+            rid = request_id()
+            logger.error(
+                "Request %s failed (%s) mid-stream", rid, ENGINE_FAILED.error_type, exc_info=error
+            )
+            await stream.end(ENGINE_FAILED.event(rid) + _DONE)
+
+
+class _EventStream:
+    """The ``send`` of one response, watched for a server-sent event stream that fails."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._events = False
+        self._ended = False
+
+    @property
+    def open(self) -> bool:
+        """An event stream has begun and not ended: a fault can still end it."""
+        return self._events and not self._ended
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            content_type = Headers(raw=message.get("headers", [])).get("content-type", "")
+            self._events = content_type.startswith("text/event-stream")
+        elif message["type"] == "http.response.body" and self._events:
+            if self._ended:
+                return  # what the app sends after the fault's event
+            body = message.get("body", b"")
+            # surrogateescape: a body cut inside a character comes back out unchanged.
+            text = body.decode(errors="surrogateescape") if b'"error"' in body else None
+            cut = None if text is None else _server_error(text)
+            if cut is not None:
+                before, error = cut
+                rid = request_id()
+                logger.error(
+                    "Request %s failed (%s) mid-stream: the engine sent %s",
+                    rid,
+                    ENGINE_FAILED.error_type,
+                    error,
+                )
+                await self.end(before + ENGINE_FAILED.event(rid) + _DONE)
+                return
+            self._ended = not message.get("more_body", False)
+        await self._send(message)
+
+    async def end(self, events: str) -> None:
+        """Send ``events`` as the stream's last body."""
+        self._ended = True
+        body = events.encode(errors="surrogateescape")
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})

@@ -34,8 +34,10 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import openai
 import psutil
 import pytest
 from ray_serve_npu_tooling.bench.capacity import with_mock_engine
@@ -142,6 +144,7 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     for router in routers:
         asked = httpx.post(f"{router}/internal/route", json={}, timeout=30)
         assert asked.status_code == 401, (router, asked.text)
+    _assert_a_replica_lost_mid_stream_cuts_the_connection(keyed_url, chat_body, key)
     for name, url in urls.items():
         models = httpx.get(f"{url}/v1/models", timeout=30)
         assert models.status_code == 200, (name, models.text)
@@ -149,3 +152,27 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
         chat = httpx.post(f"{url}/v1/chat/completions", json=chat_body, timeout=60)
         assert chat.status_code == 200, (name, chat.text)
         assert chat.json()["choices"][0]["message"]["content"], name
+
+
+def _assert_a_replica_lost_mid_stream_cuts_the_connection(
+    url: str, chat_body: dict[str, Any], key: str
+) -> None:
+    """Kill the engine's replica while HAProxy streams its answer to the OpenAI client:
+    with direct streaming there is no ingress to end the stream in an error event, and
+    HAProxy ends the response without the last chunk, so the client raises instead of
+    taking the answer for complete."""
+    (replica,) = [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if f"ServeReplica:{KEYED_ARM}:LLMServer" in " ".join(child.cmdline())
+    ]
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60)
+    chunks = client.chat.completions.create(**{**chat_body, "max_tokens": 10**6}, stream=True)
+    texts = []
+    with pytest.raises(openai.APIConnectionError) as raised:
+        for chunk in chunks:
+            if not texts:
+                replica.kill()
+            texts.append(chunk.choices[0].delta.content if chunk.choices else None)
+    assert texts
+    assert "incomplete chunked read" in str(raised.value.__cause__)

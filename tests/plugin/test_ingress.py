@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import cloudpickle
@@ -27,13 +28,14 @@ from ray.llm._internal.serve.core.server.llm_server import LLMServer
 from ray.llm._internal.serve.serving_patterns.data_parallel import builder as ray_dp_builder
 from ray.llm._internal.serve.serving_patterns.data_parallel.dp_server import DPServer
 from ray.llm._internal.serve.serving_patterns.prefill_decode import builder as ray_pd_builder
-from ray_serve_npu_tooling.mock_engine import MockEngine
+from ray_serve_npu_tooling.mock_engine import MockEngine, StreamingMockEngine
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.types import Message
 
 from ray_serve_npu.envs import API_KEY_ENV_VAR
 from ray_serve_npu.ingress import ApiKeyMiddleware, key_digest
 from ray_serve_npu.patches import builder as builder_patch
+from ray_serve_npu.streams import ENGINE_FAILED, StreamFaultMiddleware
 
 KEY = "test-key-4b1d"
 
@@ -196,13 +198,57 @@ def _unconstructed_replica(deployment: Any) -> Any:
     return object.__new__(type("Replica", (replica_cls,), {"__del__": lambda self: None}))
 
 
-def _direct_streaming_app(deployment: Any) -> FastAPI:
+def _direct_streaming_app(deployment: Any, engine_cls: type[MockEngine] = MockEngine) -> FastAPI:
     """The app a replica of ``deployment`` serves: its class pickled as Serve ships it,
-    started on the mock engine, then asked for its app as Serve asks."""
+    started on a mock engine, then asked for its app as Serve asks."""
     server = _unconstructed_replica(deployment)
     server._llm_config = make_llm_config()
-    server.engine = MockEngine(server._llm_config)
+    server.engine = engine_cls(server._llm_config)
     return asyncio.run(server.__serve_build_asgi_app__())
+
+
+class _EngineDyingMidStream(StreamingMockEngine):
+    """Streams a chunk, then the error event vLLM sends when its engine dies."""
+
+    async def chat(self, request: Any, raw_request_info: Any = None) -> AsyncIterator[str]:
+        async for event in super().chat(request, raw_request_info):
+            yield event
+            break
+        yield f"data: {json.dumps({'error': ENGINE_DEAD})}\n\n"
+        yield "data: [DONE]\n\n"
+
+
+#: vLLM's error for a dead engine (vllm/v1/engine/exceptions.py, EngineDeadError).
+ENGINE_DEAD = {
+    "message": "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+    "type": "InternalServerError",
+    "param": None,
+    "code": 500,
+}
+
+
+@pytest.mark.parametrize("key", [KEY, None], ids=["key", "no key"])
+def test_direct_streaming_ends_a_stream_whose_engine_died_in_the_stable_error_mock_engine(
+    monkeypatch: pytest.MonkeyPatch, key: str | None
+) -> None:
+    if key is None:
+        monkeypatch.delenv(API_KEY_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(API_KEY_ENV_VAR, key)
+    app = _direct_streaming_app(_direct_streaming_deployment(), _EngineDyingMidStream)
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+    headers = {"Authorization": f"Bearer {KEY}", "X-Request-ID": "req-1"}
+
+    answer = TestClient(app).post("/v1/chat/completions", json=chat, headers=headers)
+
+    assert answer.status_code == 200
+    events = answer.text.split("\n\n")
+    assert events[0].startswith("data: {") and '"role": "assistant"' in events[0]
+    # Outside a Serve replica there is no request id of Serve's: the event names a new one.
+    (fault,) = [json.loads(e.removeprefix("data: ")) for e in events if '"error"' in e]
+    request_id = fault["error"]["message"].split("(request id ", 1)[1].split(")", 1)[0]
+    assert fault == ENGINE_FAILED.error(request_id)
+    assert events[-2:] == ["data: [DONE]", ""]
 
 
 def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves_mock_engine(
@@ -212,6 +258,7 @@ def test_direct_streaming_requires_the_key_on_the_app_the_engines_replica_serves
     app = _direct_streaming_app(_direct_streaming_deployment())
     # Outermost, so no middleware of Ray's (such as LoRA resolution at 2.60) runs first.
     assert app.user_middleware[0].cls is ApiKeyMiddleware
+    assert app.user_middleware[1].cls is StreamFaultMiddleware
     client = TestClient(app)
     chat = {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -290,7 +337,7 @@ def test_a_late_activation_rebinds_the_builders_that_imported_rays_builder(
     importer._build_direct_streaming_llm_deployment = _server_class_given
     monkeypatch.setitem(sys.modules, importer_name, importer)
     core = _builder_module(_server_class_given)
-    builder_patch.require_api_key_with_direct_streaming(core)
+    builder_patch.protect_direct_streaming(core)
     monkeypatch.setenv(API_KEY_ENV_VAR, KEY)
 
     keyed_builder = core._build_direct_streaming_llm_deployment

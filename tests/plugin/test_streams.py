@@ -1,7 +1,9 @@
-"""The stream guard the plugin adds to Ray Serve LLM's OpenAI ingress.
+"""The stream guard the plugin adds to Ray Serve LLM's OpenAI ingress, and with direct
+streaming to the app the engine's replica serves in its place.
 
-The streams go through Ray's own ingress formatter, patched, to the OpenAI
-Python client over httpx's ASGI transport: no Ray cluster, no engine.
+The streams go through Ray's own ingress formatter, patched, or through a direct-streaming
+app that streams as vLLM's does, with the plugin's middleware, to the OpenAI Python
+client over httpx's ASGI transport: no Ray cluster, no engine.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import httpx
 import openai
 import pytest
 from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.responses import StreamingResponse
 from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
 from ray.llm._internal.serve.core.ingress import utils as ray_ingress_utils
 from ray.llm._internal.serve.core.ingress.middleware import add_exception_handling_middleware
 from ray.serve import context as serve_context
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ray_serve_npu import streams
 
@@ -98,7 +102,7 @@ class _RayIngress:
         return self.replica()
 
 
-def _ingress(replica: Replica) -> FastAPI:
+def _ingress(replica: Replica) -> ASGIApp:
     """An app whose chat route is Ray's ingress's, patched, in a Serve request context."""
     app = FastAPI()
     # Ray's answer to an exception that escapes the route (OpenAiIngress's app has it).
@@ -121,13 +125,37 @@ def _ingress(replica: Replica) -> FastAPI:
     return app
 
 
+def _direct_streaming_app(replica: Replica) -> ASGIApp:
+    """An app that streams as vLLM's chat route does (a StreamingResponse of server-sent
+    events), with the middleware the plugin adds to it, called in a Serve request
+    context as the replica calls it."""
+    app = FastAPI()
+    app.add_middleware(streams.StreamFaultMiddleware)
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> StreamingResponse:
+        return StreamingResponse(replica(), media_type="text/event-stream")
+
+    async def replica_calls(scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = dict(scope["headers"]).get(b"x-request-id", b"").decode()
+        serve_context._serve_request_context.set(
+            serve_context._RequestContext(request_id=request_id)
+        )
+        await app(scope, receive, send)
+
+    return replica_calls
+
+
+App = Callable[[Replica], ASGIApp]
+
+
 def _client_sees(
-    replica: Replica, request_id: str | None = REQUEST_ID
+    replica: Replica, request_id: str | None = REQUEST_ID, app: App = _ingress
 ) -> tuple[list[str], openai.APIError | None]:
     """Stream a chat answer with the OpenAI client; return the text it got and what it raised."""
 
     async def stream() -> tuple[list[str], openai.APIError | None]:
-        transport = httpx.ASGITransport(app=_ingress(replica))
+        transport = httpx.ASGITransport(app=app(replica))
         headers = {"X-Request-ID": request_id} if request_id else None
         texts: list[str] = []
         async with httpx.AsyncClient(transport=transport) as http_client:
@@ -150,9 +178,11 @@ def _client_sees(
     return asyncio.run(stream())
 
 
-def _raised(replica: Replica, request_id: str | None = REQUEST_ID) -> openai.APIError:
+def _raised(
+    replica: Replica, request_id: str | None = REQUEST_ID, app: App = _ingress
+) -> openai.APIError:
     """What the OpenAI client raised, after the two chunks the replica sent first."""
-    texts, error = _client_sees(replica, request_id)
+    texts, error = _client_sees(replica, request_id, app)
     assert texts == ["Hel", "lo"]
     assert error is not None, "the client raised nothing"
     return error
@@ -279,3 +309,77 @@ def test_rays_answers_below_500_before_the_first_chunk_pass_unchanged(status: in
     assert isinstance(error, openai.APIStatusError)
     assert error.status_code == status
     assert f"refused with {status}" in json.dumps(error.body), error.body
+
+
+#: The ingress, and with direct streaming the engine replica's app.
+PATHS = pytest.mark.parametrize("app", [_ingress, _direct_streaming_app], ids=["ingress", "direct"])
+
+
+@PATHS
+def test_vllms_engine_dead_event_becomes_the_stable_500_on_either_path(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    error = _raised(_replica(VLLM_ENGINE_DEAD_EVENT), app=app)
+
+    _assert_fault(error, streams.ENGINE_FAILED, REQUEST_ID)
+    _assert_no_internals(error)
+    assert REQUEST_ID in caplog.text and "EngineCore encountered an issue" in caplog.text
+
+
+def test_a_direct_stream_cut_by_an_exception_ends_in_the_stable_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # In the engine's own replica, even an actor's death is the engine's (its workers').
+    for cause in (ENGINE_CRASH, REPLICA_DIED):
+        caplog.clear()
+        error = _raised(_replica(cause), app=_direct_streaming_app)
+
+        _assert_fault(error, streams.ENGINE_FAILED, REQUEST_ID)
+        _assert_no_internals(error)
+        (record,) = [r for r in caplog.records if r.name == streams.__name__]
+        assert REQUEST_ID in record.getMessage()
+        assert record.exc_info is not None and record.exc_info[1] is cause
+
+
+def test_a_direct_stream_sends_nothing_after_the_fault_event() -> None:
+    # Driven as a server drives it, to see every message: one after the last body
+    # is an error in uvicorn, which httpx's test transport drops without a word.
+    app = _direct_streaming_app(_replica(VLLM_ENGINE_DEAD_EVENT))
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"x-request-id", REQUEST_ID.encode())],
+        "server": ("replica", 80),
+    }
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert [m.get("more_body", False) for m in bodies] == [True, True, False]
+    events = b"".join(m["body"] for m in bodies).decode()
+    fault_event = streams.ENGINE_FAILED.event(REQUEST_ID)
+    assert events == _chunk("Hel") + _chunk("lo") + fault_event + "data: [DONE]\n\n"
+
+
+@PATHS
+def test_a_complete_stream_and_a_client_error_event_pass_unchanged_on_either_path(
+    app: App,
+) -> None:
+    error = {"message": "bad logprobs", "type": "BadRequestError", "param": None, "code": 400}
+
+    assert _client_sees(_replica(None), app=app) == (["Hel", "lo"], None)
+    assert _raised(_replica(f"data: {json.dumps({'error': error})}"), app=app).body == error

@@ -162,12 +162,15 @@ PATCHES: tuple[Patch, ...] = (
     ),
     Patch(
         target=INGRESS_BUILDER,
-        patcher="ray_serve_npu.patches.builder:require_api_key_with_direct_streaming",
-        what=f"With {API_KEY_ENV_VAR} set where the app is built and "
-        "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1, the engine's replica requires the key "
-        "on the vLLM app it serves in place of the OpenAI ingress (ray_serve_npu.ingress).",
-        why="Direct streaming removes the ingress that carries the key, so the endpoint "
-        "would answer without it.",
+        patcher="ray_serve_npu.patches.builder:protect_direct_streaming",
+        what="With RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1, a stream of the vLLM app the "
+        "engine's replica serves in place of the OpenAI ingress ends in the plugin's "
+        f"error event when the engine fails (ray_serve_npu.streams), and with "
+        f"{API_KEY_ENV_VAR} set where the app is built, the app requires the key "
+        "(ray_serve_npu.ingress).",
+        why="Direct streaming removes the ingress that carries the key and the stable "
+        "error events, so the endpoint would answer without the key and end a failed "
+        "stream with vLLM's own error or none.",
         upstream=None,
     ),
     Patch(

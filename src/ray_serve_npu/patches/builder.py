@@ -1,8 +1,9 @@
-"""Patches ``ray.llm._internal.serve.core.ingress.builder``: the API key with direct streaming.
+"""Patches ``ray.llm._internal.serve.core.ingress.builder``: direct streaming's protections.
 
 Why: with ``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1`` the engine's replica serves
-vLLM's own OpenAI app in place of the ingress that carries the key, so the endpoint
-would answer without it; and the ingress request router that Ray Serve LLM adds
+vLLM's own OpenAI app in place of the ingress that carries the key and ends failed
+streams in stable error events, so the endpoint would answer without the key and
+with vLLM's own errors; and the ingress request router that Ray Serve LLM adds
 answers anyone who reaches its port.
 Upstream: none yet.
 Goes: when Ray Serve LLM's direct streaming requires a key of its own.
@@ -25,17 +26,17 @@ DIRECT_STREAMING_IMPORTERS = (
 )
 
 
-def require_api_key_with_direct_streaming(module: ModuleType) -> None:
-    """Require the API key on the app a direct-streaming server builds, where one is set."""
+def protect_direct_streaming(module: ModuleType) -> None:
+    """Give the app a direct-streaming server builds the plugin's stream error events,
+    and the API key where one is set."""
     ray_build = module._build_direct_streaming_llm_deployment
 
     @functools.wraps(ray_build)
     def _build_direct_streaming_llm_deployment(llm_config: Any, **kwargs: Any) -> Any:
+        # Ray's own choice of server class, protected.
+        server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
         digest = ingress.key_digest_from_env()
-        if digest is not None:
-            # Ray's own choice of server class, keyed.
-            server_cls = kwargs.get("deployment_cls") or llm_config.server_cls or module.LLMServer
-            kwargs["deployment_cls"] = ingress.keyed_server_class(server_cls, digest)
+        kwargs["deployment_cls"] = ingress.protected_server_class(server_cls, digest)
         return ray_build(llm_config, **kwargs)
 
     _replace(
