@@ -584,3 +584,31 @@ def test_setting_names_that_only_contain_token_are_not_secrets(tmp_path, guide_t
         'PYTHONHASHSEED: "0"\n      TOKENIZERS_PARALLELISM: "false"',
     )
     assert "secret-in-file" not in {f.rule_id for f in check_file(path)}
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "1"}, {("direct-streaming-without-haproxy", 3)}),
+        ({"RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1"}, set()),
+        # Ray reads exactly "1": "true" turns neither on.
+        ({"RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "true"}, set()),
+        (
+            {"RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_NPU_DISABLE": "1"},
+            {("haproxy-side-ports-open", 3)},
+        ),
+        ({"RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_NPU_DISABLE": "0"}, set()),
+    ],
+    ids=["streaming-alone", "streaming-with-haproxy", "not-1", "haproxy-plugin-off", "plugin-on"],
+)
+def test_the_fast_paths_needs_are_checked_in_an_image(
+    tmp_path: Path, env: dict[str, str], expected: set[tuple[str, int]]
+) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    lines = [f"ENV {name}={value}" for name, value in env.items()]
+    dockerfile.write_text("\n".join(["FROM quay.io/ascend/vllm-ascend:v0.25.1rc1", "", *lines]))
+    rules = {"direct-streaming-without-haproxy", "haproxy-side-ports-open"}
+
+    found = {(f.rule_id, f.line) for f in check_file(dockerfile) if f.rule_id in rules}
+
+    assert found == expected
