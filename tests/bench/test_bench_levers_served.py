@@ -11,18 +11,25 @@ once never deployed: Serve listened on the fake node's own address while HAProxy
 checked the replica at 127.0.0.1, so ``serve.run`` gave up with "Proxies not
 available after 60s."
 
-Direct streaming serves the app the engine's replica builds, behind HAProxy; its arm
-here runs with the plugin's API key set where the app is built, as a reader would
-run it, to show the key holds on that path too.
+Direct streaming serves the app the engine's replica builds, behind HAProxy; its arm,
+and the HAProxy arm that shares its cluster, run here with the plugin's API key set
+where the app is built, as a reader would run them, to show the key holds on every
+port of that cluster.
 
-While the arms serve, the test reads the listening sockets of each HAProxy the clusters
-run: Serve's HTTP host here is 127.0.0.1, and with the plugin's patch of Serve's HAProxy
-template every socket HAProxy listens on, statistics and metrics included, is there too.
+While the arms serve, the test reads every listening socket of the HAProxy cluster's
+processes and finds each in the tuning page's table of the fast path's ports
+(docs/tuning.md, "Ports of the fast path"), with the address the table gives; it asks
+each port the table says needs the API key without it. It reads the listening
+sockets of each HAProxy the clusters run: Serve's HTTP host here is 127.0.0.1, and
+with the plugin's patch of Serve's HAProxy template every socket HAProxy listens on,
+statistics and metrics included, is there too.
 It also asks the ingress request router of the keyed arm, on the port HAProxy's Lua
 calls it at, without the key: it refuses. Through HAProxy, the refused chat request
 shows that a request the router refuses ends in the plugin's 401, not in HAProxy's 503.
 That the Lua passes the client's key on to the router is shown in
 tests/plugin/test_request_router_lua.py, with a router that records what it gets.
+Last, it kills the keyed arm's engine replica while it streams: with no ingress left to
+send the error event, HAProxy cuts the response, and the OpenAI client raises.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import json
 import os
 import re
 import stat
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +48,7 @@ import httpx
 import openai
 import psutil
 import pytest
+from markdown_it import MarkdownIt
 from ray_serve_npu_tooling.bench.capacity import with_mock_engine
 from ray_serve_npu_tooling.bench.levers import LEVERS
 from ray_serve_npu_tooling.bench.paths import recipe_fields, serve_arms
@@ -48,7 +57,8 @@ from ray_serve_npu.envs import API_KEY_ENV_VAR
 from ray_serve_npu.ingress import fresh_api_key
 
 #: One arm behind HAProxy, one with clients on the ingress replica's own port.
-ARMS = ("ha-proxy", "direct-ingress")
+HAPROXY_ARM = "ha-proxy"
+ARMS = (HAPROXY_ARM, "direct-ingress")
 #: Behind HAProxy too, on the same fake cluster, with the API key.
 KEYED_ARM = "direct-streaming"
 
@@ -112,11 +122,14 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     model = fields["model_loading_config"]["model_id"]
     chat_body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
     key = fresh_api_key()
-    streaming = LEVERS[KEYED_ARM]
-    keyed = streaming.model_copy(
-        update={"build_env": {**streaming.build_env, API_KEY_ENV_VAR: key}}
-    )
-    urls = serve_arms([*(LEVERS[name] for name in ARMS), keyed], fields, tmp_path, arm_clusters)
+    keyed = {
+        name: LEVERS[name].model_copy(
+            update={"build_env": {**LEVERS[name].build_env, API_KEY_ENV_VAR: key}}
+        )
+        for name in (HAPROXY_ARM, KEYED_ARM)
+    }
+    arms = [LEVERS[name] if name not in keyed else keyed[name] for name in ARMS]
+    urls = serve_arms([*arms, keyed[KEYED_ARM]], fields, tmp_path, arm_clusters)
     assert sorted(urls) == sorted([*ARMS, KEYED_ARM])
     keyed_url = urls.pop(KEYED_ARM)
     refused = httpx.post(f"{keyed_url}/v1/chat/completions", json=chat_body, timeout=60)
@@ -144,12 +157,16 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     for router in routers:
         asked = httpx.post(f"{router}/internal/route", json={}, timeout=30)
         assert asked.status_code == 401, (router, asked.text)
+    _assert_the_ports_are_the_pages(keyed_url, key, running)
     _assert_a_replica_lost_mid_stream_cuts_the_connection(keyed_url, chat_body, key)
+    authorized = {"Authorization": f"Bearer {key}"}
     for name, url in urls.items():
-        models = httpx.get(f"{url}/v1/models", timeout=30)
+        models = httpx.get(f"{url}/v1/models", headers=authorized, timeout=30)
         assert models.status_code == 200, (name, models.text)
         assert [entry["id"] for entry in models.json()["data"]] == [model], name
-        chat = httpx.post(f"{url}/v1/chat/completions", json=chat_body, timeout=60)
+        chat = httpx.post(
+            f"{url}/v1/chat/completions", json=chat_body, headers=authorized, timeout=60
+        )
         assert chat.status_code == 200, (name, chat.text)
         assert chat.json()["choices"][0]["message"]["content"], name
 
@@ -176,3 +193,102 @@ def _assert_a_replica_lost_mid_stream_cuts_the_connection(
             texts.append(chunk.choices[0].delta.content if chunk.choices else None)
     assert texts
     assert "incomplete chunked read" in str(raised.value.__cause__)
+
+
+#: The page that lists the fast path's ports, and the label of its section.
+PORTS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "tuning.md"
+PORTS_LABEL = "(tuning-fast-path-ports)="
+#: The rows of that table, by what listens (its second column).
+HAPROXY_FRONTEND = "HAProxy's frontend"
+HAPROXY_STATS = "HAProxy's statistics page"
+HAPROXY_METRICS = "HAProxy's Prometheus exporter"
+FALLBACK_PROXY = "Serve's proxy, HAProxy's fallback"
+ENGINE_REPLICA = "The engine's replica"
+INGRESS_REPLICA = "Ray Serve LLM's OpenAI ingress replica, where direct streaming is off"
+REQUEST_ROUTER = "The ingress request router's replica"
+RAYS_OWN = "Ray's processes, Serve's actors among them"
+#: Serve's defaults at 2.60.0 (serve/_private/constants.py), which the cluster keeps.
+FALLBACK_PROXY_PORT = 8500
+DIRECT_INGRESS_PORTS = range(30000, 31001)
+#: Where the arms' Serve listens: the loopback address (ray_serve_npu_tooling.bench.paths).
+SERVE_HOST = "127.0.0.1"
+
+
+def ports_table() -> dict[str, dict[str, str]]:
+    """The rows of the page's table of the fast path's ports, by what listens."""
+    text = PORTS_PAGE.read_text()
+    section = text[text.index(PORTS_LABEL) + len(PORTS_LABEL) :]
+    section = re.split(r"^\(\S+\)=$", section, maxsplit=1, flags=re.M)[0]  # to the next label
+    rows: list[list[str]] = []
+    tokens = MarkdownIt("commonmark").enable("table").parse(section)
+    start = next(i for i, token in enumerate(tokens) if token.type == "table_open")
+    end = next(i for i, token in enumerate(tokens) if token.type == "table_close")
+    for token in tokens[start:end]:
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline":
+            rows[-1].append(token.content)
+    header, *body = rows
+    return {row[1]: dict(zip(header, row, strict=True)) for row in body}
+
+
+def _listener(process: psutil.Process, port: int, haproxy_ports: dict[int, str]) -> str:
+    """Which row of the page's table a socket that ``process`` listens on belongs to."""
+    if process.name() == "haproxy":
+        return haproxy_ports.get(port, f"an unlisted HAProxy port {port}")
+    title = " ".join(process.cmdline())
+    if title.startswith("ray::ProxyActor") and port == FALLBACK_PROXY_PORT:
+        return FALLBACK_PROXY
+    if title.startswith("ray::ServeReplica:") and port in DIRECT_INGRESS_PORTS:
+        if ":LLMRouter" in title:
+            return REQUEST_ROUTER
+        return INGRESS_REPLICA if ":OpenAiIngress" in title else ENGINE_REPLICA
+    return RAYS_OWN
+
+
+def _assert_the_ports_are_the_pages(
+    keyed_url: str, key: str, haproxies_running: list[psutil.Process]
+) -> None:
+    """Every socket of the HAProxy cluster in the page's table, at the row's address; each
+    port whose row wants the API key refuses a request without it."""
+    table = ports_table()
+    (stats_port,) = {int(h.environ()["RAY_SERVE_HAPROXY_STATS_PORT"]) for h in haproxies_running}
+    (metrics_port,) = {
+        int(h.environ()["RAY_SERVE_HAPROXY_METRICS_PORT"]) for h in haproxies_running
+    }
+    haproxy_ports = {
+        httpx.URL(keyed_url).port: HAPROXY_FRONTEND,
+        stats_port: HAPROXY_STATS,
+        metrics_port: HAPROXY_METRICS,
+    }
+    # The cluster's processes inherited the variable from its start; the other arm's
+    # cluster runs without HAProxy.
+    cluster = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if child.environ().get("RAY_SERVE_ENABLE_HA_PROXY") == "1":
+                cluster.append(child)
+    listening: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for process in cluster:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for connection in process.net_connections(kind="inet"):
+                if connection.status == psutil.CONN_LISTEN:
+                    address = (connection.laddr.ip, connection.laddr.port)
+                    listening[_listener(process, address[1], haproxy_ports)].add(address)
+
+    assert set(listening) == set(table), (sorted(listening), sorted(table))
+    for row, addresses in listening.items():
+        expected = table[row]["Address"]
+        if expected == "Serve's HTTP host":
+            assert {ip for ip, _ in addresses} == {SERVE_HOST}, (row, addresses)
+        elif expected.startswith("`"):
+            assert {ip for ip, _ in addresses} == {expected.strip("`")}, (row, addresses)
+        if "with the API key" in table[row]["Who can reach it"] and row != REQUEST_ROUTER:
+            # The router is asked as HAProxy asks it, by the caller.
+            app = HAPROXY_ARM if row == INGRESS_REPLICA else KEYED_ARM
+            for ip, port in addresses:
+                models = f"http://{ip}:{port}/{app}/v1/models"
+                refused = httpx.get(models, timeout=30)
+                assert refused.status_code == 401, (row, port, refused.text)
+                served = httpx.get(models, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+                assert served.status_code == 200, (row, port, served.text)
