@@ -204,17 +204,23 @@ def answering_failures(
 
 
 class StreamFaultMiddleware:
-    """Ends a failed stream of a direct-streaming replica's app in :data:`ENGINE_FAILED`.
+    """Ends a failed stream of a direct-streaming replica's app in a :class:`StreamFault` event.
 
     With direct streaming the engine's replica serves vLLM's own OpenAI app, and there
     is no ingress to end its streams: an engine that dies sends vLLM's error event,
     whose message is vLLM's, and an exception after HTTP 200 cuts the connection.
     This middleware, on that app, replaces the first error event with a 5xx code
     with :data:`ENGINE_FAILED`'s and ``data: [DONE]``, drops what the app sends after
-    it, and ends a stream that an exception cut the same way, logging the cause with
-    Serve's request id. Every fault seen here is the engine's: the replica is the one
-    running this code. Responses that are not server-sent events pass unchanged,
-    and so does an exception before the response starts (vLLM's app answers it).
+    it, and ends a stream that an exception cut with the exception's fault
+    (:data:`REPLICA_LOST` where a replica it calls, such as a prefill replica, was
+    lost), logging the cause with Serve's request id. Responses that are not
+    server-sent events pass unchanged, and so does an exception before the response
+    starts (vLLM's app answers it) or after it ended.
+
+    Limits: an error event split across two body messages is not recognised (vLLM
+    sends each event whole), nor one on an ``event:`` line, as the Responses API's
+    streams send them; an exception cutting such a stream still gets the chat
+    completions' error event and ``data: [DONE]``.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -230,11 +236,10 @@ class StreamFaultMiddleware:
         except Exception as error:
             if not stream.open:
                 raise
+            fault = fault_of(error)
             rid = request_id()
-            logger.error(
-                "Request %s failed (%s) mid-stream", rid, ENGINE_FAILED.error_type, exc_info=error
-            )
-            await stream.end(ENGINE_FAILED.event(rid) + _DONE)
+            logger.error("Request %s failed (%s) mid-stream", rid, fault.error_type, exc_info=error)
+            await stream.end(fault.event(rid) + _DONE)
 
 
 class _EventStream:

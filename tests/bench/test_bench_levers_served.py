@@ -13,13 +13,14 @@ available after 60s."
 
 Direct streaming serves the app the engine's replica builds, behind HAProxy; its arm,
 and the HAProxy arm that shares its cluster, run here with the plugin's API key set
-where the app is built, as a reader would run them, to show the key holds on every
-port of that cluster.
+where the app is built, as a reader would run them, to show the key holds on every port
+of that cluster that serves the apps.
 
 While the arms serve, the test reads every listening socket of the HAProxy cluster's
 processes and finds each in the tuning page's table of the fast path's ports
 (docs/tuning.md, "Ports of the fast path"), with the address the table gives; it asks
-each port the table says needs the API key without it. It reads the listening
+each port the table says needs the API key without it, and each whose health route the
+table says answers without it. It reads the listening
 sockets of each HAProxy the clusters run: Serve's HTTP host here is 127.0.0.1, and
 with the plugin's patch of Serve's HAProxy template every socket HAProxy listens on,
 statistics and metrics included, is there too.
@@ -157,7 +158,7 @@ def test_fake_npu_haproxy_direct_ingress_and_keyed_direct_streaming_arms_answer_
     for router in routers:
         asked = httpx.post(f"{router}/internal/route", json={}, timeout=30)
         assert asked.status_code == 401, (router, asked.text)
-    _assert_the_ports_are_the_pages(keyed_url, key, running)
+    _assert_the_ports_are_the_pages(keyed_url, key)
     _assert_a_replica_lost_mid_stream_cuts_the_connection(keyed_url, chat_body, key)
     authorized = {"Authorization": f"Bearer {key}"}
     for name, url in urls.items():
@@ -178,11 +179,12 @@ def _assert_a_replica_lost_mid_stream_cuts_the_connection(
     with direct streaming there is no ingress to end the stream in an error event, and
     HAProxy ends the response without the last chunk, so the client raises instead of
     taking the answer for complete."""
-    (replica,) = [
-        child
-        for child in psutil.Process().children(recursive=True)
-        if f"ServeReplica:{KEYED_ARM}:LLMServer" in " ".join(child.cmdline())
-    ]
+    replicas = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if f"ServeReplica:{KEYED_ARM}:LLMServer" in " ".join(child.cmdline()):
+                replicas.append(child)
+    (replica,) = replicas
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60)
     chunks = client.chat.completions.create(**{**chat_body, "max_tokens": 10**6}, stream=True)
     texts = []
@@ -206,10 +208,17 @@ FALLBACK_PROXY = "Serve's proxy, HAProxy's fallback"
 ENGINE_REPLICA = "The engine's replica"
 INGRESS_REPLICA = "Ray Serve LLM's OpenAI ingress replica, where direct streaming is off"
 REQUEST_ROUTER = "The ingress request router's replica"
+INTERNAL_GRPC = "Each Serve replica's gRPC server for calls between deployments"
 RAYS_OWN = "Ray's processes, Serve's actors among them"
 #: Serve's defaults at 2.60.0 (serve/_private/constants.py), which the cluster keeps.
 FALLBACK_PROXY_PORT = 8500
 DIRECT_INGRESS_PORTS = range(30000, 31001)
+#: `ray start`'s default range of the workers' gRPC ports (ray/scripts/scripts.py).
+WORKER_PORTS = range(10002, 20000)
+#: The titles of Serve's actor processes, whose own ports are Serve's, not Ray's.
+SERVE_ACTORS = ("ray::ServeReplica:", "ray::ProxyActor", "ray::ServeController", "ray::HAProxy")
+#: The addresses of a socket on every interface.
+EVERY_INTERFACE = {"::", "0.0.0.0"}
 #: Where the arms' Serve listens: the loopback address (ray_serve_npu_tooling.bench.paths).
 SERVE_HOST = "127.0.0.1"
 
@@ -233,43 +242,49 @@ def ports_table() -> dict[str, dict[str, str]]:
 
 
 def _listener(process: psutil.Process, port: int, haproxy_ports: dict[int, str]) -> str:
-    """Which row of the page's table a socket that ``process`` listens on belongs to."""
+    """Which row of the page's table a socket that ``process`` listens on belongs to; an
+    unlisted port of Serve's gets a name of its own, which no row has."""
     if process.name() == "haproxy":
         return haproxy_ports.get(port, f"an unlisted HAProxy port {port}")
     title = " ".join(process.cmdline())
+    if not title.startswith(SERVE_ACTORS) or port in WORKER_PORTS:
+        return RAYS_OWN
     if title.startswith("ray::ProxyActor") and port == FALLBACK_PROXY_PORT:
         return FALLBACK_PROXY
-    if title.startswith("ray::ServeReplica:") and port in DIRECT_INGRESS_PORTS:
-        if ":LLMRouter" in title:
-            return REQUEST_ROUTER
-        return INGRESS_REPLICA if ":OpenAiIngress" in title else ENGINE_REPLICA
-    return RAYS_OWN
+    if title.startswith("ray::ServeReplica:"):
+        if port in DIRECT_INGRESS_PORTS:
+            if ":LLMRouter" in title:
+                return REQUEST_ROUTER
+            return INGRESS_REPLICA if ":OpenAiIngress" in title else ENGINE_REPLICA
+        return INTERNAL_GRPC
+    return f"an unlisted port {port} of {title}"
 
 
-def _assert_the_ports_are_the_pages(
-    keyed_url: str, key: str, haproxies_running: list[psutil.Process]
-) -> None:
+def _status(method: str, url: str, key: str | None = None) -> int:
+    """The status of a request without a body, with ``key`` as the API key."""
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    return httpx.request(method, url, headers=headers, timeout=30).status_code
+
+
+def _assert_the_ports_are_the_pages(keyed_url: str, key: str) -> None:
     """Every socket of the HAProxy cluster in the page's table, at the row's address; each
-    port whose row wants the API key refuses a request without it."""
+    port whose row wants the API key refuses a request without it, and each whose row
+    names Serve's health route answers it without."""
     table = ports_table()
-    (stats_port,) = {int(h.environ()["RAY_SERVE_HAPROXY_STATS_PORT"]) for h in haproxies_running}
-    (metrics_port,) = {
-        int(h.environ()["RAY_SERVE_HAPROXY_METRICS_PORT"]) for h in haproxies_running
-    }
-    haproxy_ports = {
-        httpx.URL(keyed_url).port: HAPROXY_FRONTEND,
-        stats_port: HAPROXY_STATS,
-        metrics_port: HAPROXY_METRICS,
-    }
     # The cluster's processes inherited the variable from its start; the other arm's
     # cluster runs without HAProxy.
     cluster = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             if child.environ().get("RAY_SERVE_ENABLE_HA_PROXY") == "1":
-                cluster.append(child)
+                cluster.append((child, child.environ()))
+    haproxy_ports = {httpx.URL(keyed_url).port: HAPROXY_FRONTEND}
+    for process, environ in cluster:
+        if process.name() == "haproxy":
+            haproxy_ports[int(environ["RAY_SERVE_HAPROXY_STATS_PORT"])] = HAPROXY_STATS
+            haproxy_ports[int(environ["RAY_SERVE_HAPROXY_METRICS_PORT"])] = HAPROXY_METRICS
     listening: dict[str, set[tuple[str, int]]] = defaultdict(set)
-    for process in cluster:
+    for process, _ in cluster:
         with contextlib.suppress(psutil.NoSuchProcess):
             for connection in process.net_connections(kind="inet"):
                 if connection.status == psutil.CONN_LISTEN:
@@ -278,17 +293,24 @@ def _assert_the_ports_are_the_pages(
 
     assert set(listening) == set(table), (sorted(listening), sorted(table))
     for row, addresses in listening.items():
-        expected = table[row]["Address"]
-        if expected == "Serve's HTTP host":
-            assert {ip for ip, _ in addresses} == {SERVE_HOST}, (row, addresses)
-        elif expected.startswith("`"):
-            assert {ip for ip, _ in addresses} == {expected.strip("`")}, (row, addresses)
-        if "with the API key" in table[row]["Who can reach it"] and row != REQUEST_ROUTER:
-            # The router is asked as HAProxy asks it, by the caller.
-            app = HAPROXY_ARM if row == INGRESS_REPLICA else KEYED_ARM
-            for ip, port in addresses:
-                models = f"http://{ip}:{port}/{app}/v1/models"
-                refused = httpx.get(models, timeout=30)
-                assert refused.status_code == 401, (row, port, refused.text)
-                served = httpx.get(models, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-                assert served.status_code == 200, (row, port, served.text)
+        where, who = table[row]["Address"], table[row]["Who can reach it"]
+        ips = {ip for ip, _ in addresses}
+        if where == "Serve's HTTP host":
+            assert ips == {SERVE_HOST}, (row, addresses)
+        elif where == "Every interface":
+            assert ips <= EVERY_INTERFACE, (row, addresses)
+        elif where.startswith("`"):
+            assert ips == {where.strip("`")}, (row, addresses)
+        # Each app's route on a port that serves apps; the router's own on the router's.
+        app = HAPROXY_ARM if row == INGRESS_REPLICA else KEYED_ARM
+        method, route = (
+            ("POST", "internal/route") if row == REQUEST_ROUTER else ("GET", f"{app}/v1/models")
+        )
+        for ip, port in addresses:
+            base = f"http://{ip}:{port}"
+            if "with the API key" in who:
+                assert _status(method, f"{base}/{route}") == 401, (row, port)
+                if row != REQUEST_ROUTER:  # its answer to a keyed request needs a body
+                    assert _status(method, f"{base}/{route}", key) == 200, (row, port)
+            if "`/-/healthz`" in who:
+                assert _status("GET", f"{base}/-/healthz") == 200, (row, port)

@@ -357,10 +357,11 @@ def test_serve_config_import_path_builds_npu_bundles(ray_with_fake_npus: None) -
 
 
 def test_activate_leaves_serves_haproxy_manager_to_the_hook_where_jinja2_is_missing() -> None:
-    # Serve's HAProxy manager imports jinja2 at Ray 2.56.1 to 2.58.1, which a node
-    # without HAProxy need not have (the compat tier runs this at each of them).
-    # At 2.57.1 and 2.58.1 Serve itself imports that manager (controller.py), so
-    # there Ray Serve needs jinja2 before the plugin is involved.
+    # Serve's HAProxy manager imports jinja2 at Ray 2.56.1 to 2.58.1, which at 2.56.1 a
+    # node without HAProxy need not have: the compat tier runs this there. At 2.57.1 and
+    # 2.58.1 Serve itself imports that manager (controller.py), so Ray Serve needs jinja2
+    # before the plugin is involved and the test skips; at 2.60.0 the manager imports
+    # jinja2 only when HAProxy runs, and the test shows activate() works without it.
     result = _run_python(
         """
         import sys

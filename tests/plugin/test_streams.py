@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 from fastapi import FastAPI, HTTPException, Request, Response
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.llm._internal.serve.core.ingress import ingress as ray_ingress
@@ -326,25 +326,28 @@ def test_vllms_engine_dead_event_becomes_the_stable_500_on_either_path(
     assert REQUEST_ID in caplog.text and "EngineCore encountered an issue" in caplog.text
 
 
-def test_a_direct_stream_cut_by_an_exception_ends_in_the_stable_500(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("cause", "fault"),
+    # A lost replica here is one the engine's replica calls, such as a prefill replica.
+    [(ENGINE_CRASH, streams.ENGINE_FAILED), (REPLICA_DIED, streams.REPLICA_LOST)],
+    ids=["engine", "replica"],
+)
+def test_a_direct_stream_cut_by_an_exception_ends_in_its_faults_event(
+    cause: Exception, fault: streams.StreamFault, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # In the engine's own replica, even an actor's death is the engine's (its workers').
-    for cause in (ENGINE_CRASH, REPLICA_DIED):
-        caplog.clear()
-        error = _raised(_replica(cause), app=_direct_streaming_app)
+    error = _raised(_replica(cause), app=_direct_streaming_app)
 
-        _assert_fault(error, streams.ENGINE_FAILED, REQUEST_ID)
-        _assert_no_internals(error)
-        (record,) = [r for r in caplog.records if r.name == streams.__name__]
-        assert REQUEST_ID in record.getMessage()
-        assert record.exc_info is not None and record.exc_info[1] is cause
+    _assert_fault(error, fault, REQUEST_ID)
+    _assert_no_internals(error)
+    (record,) = [r for r in caplog.records if r.name == streams.__name__]
+    assert REQUEST_ID in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[1] is cause
 
 
-def test_a_direct_stream_sends_nothing_after_the_fault_event() -> None:
-    # Driven as a server drives it, to see every message: one after the last body
-    # is an error in uvicorn, which httpx's test transport drops without a word.
-    app = _direct_streaming_app(_replica(VLLM_ENGINE_DEAD_EVENT))
+def _replica_sends(app: ASGIApp, sent: list[Message] | None = None) -> list[Message]:
+    """Every message ``app`` sends for one chat request, in ``sent`` as they come, driven as
+    a server drives it: a message after the last body is an error in uvicorn, which
+    httpx's test transport drops without a word."""
     scope = {
         "type": "http",
         "http_version": "1.1",
@@ -357,7 +360,7 @@ def test_a_direct_stream_sends_nothing_after_the_fault_event() -> None:
         "headers": [(b"x-request-id", REQUEST_ID.encode())],
         "server": ("replica", 80),
     }
-    sent: list[Message] = []
+    sent = [] if sent is None else sent
 
     async def receive() -> Message:
         await asyncio.Event().wait()  # the client stays connected
@@ -367,12 +370,56 @@ def test_a_direct_stream_sends_nothing_after_the_fault_event() -> None:
         sent.append(message)
 
     asyncio.run(app(scope, receive, send))
+    return sent
 
-    bodies = [m for m in sent if m["type"] == "http.response.body"]
+
+def _bodies(sent: list[Message]) -> list[Message]:
+    return [message for message in sent if message["type"] == "http.response.body"]
+
+
+def test_a_direct_stream_sends_nothing_after_the_fault_event() -> None:
+    bodies = _bodies(_replica_sends(_direct_streaming_app(_replica(VLLM_ENGINE_DEAD_EVENT))))
+
     assert [m.get("more_body", False) for m in bodies] == [True, True, False]
     events = b"".join(m["body"] for m in bodies).decode()
     fault_event = streams.ENGINE_FAILED.event(REQUEST_ID)
     assert events == _chunk("Hel") + _chunk("lo") + fault_event + "data: [DONE]\n\n"
+
+
+def _guarded(app: ASGIApp) -> ASGIApp:
+    """``app`` behind the middleware alone."""
+    return streams.StreamFaultMiddleware(app)
+
+
+def test_a_response_that_is_no_event_stream_passes_unchanged_with_its_500() -> None:
+    answer = JSONResponse(
+        {"error": {"message": "x", "type": "InternalServerError", "code": 500}}, status_code=500
+    )
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await answer(scope, receive, send)
+
+    sent = _replica_sends(_guarded(app))
+
+    assert sent[0]["status"] == 500
+    assert b"".join(m["body"] for m in _bodies(sent)) == answer.body
+
+
+@pytest.mark.parametrize("when", ["before the answer", "after its end"])
+def test_an_exception_outside_an_open_stream_is_the_servers_to_answer(when: str) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if when == "after its end":
+            await StreamingResponse(iter(["data: [DONE]\n\n"]), media_type="text/event-stream")(
+                scope, receive, send
+            )
+        raise ENGINE_CRASH
+
+    sent: list[Message] = []
+    with pytest.raises(RuntimeError, match="SIGKILL"):
+        _replica_sends(_guarded(app), sent)
+    assert [m.get("body") for m in _bodies(sent)] == (
+        [b"data: [DONE]\n\n", b""] if when == "after its end" else []
+    )
 
 
 @PATHS

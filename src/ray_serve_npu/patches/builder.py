@@ -6,7 +6,8 @@ streams in stable error events, so the endpoint would answer without the key and
 with vLLM's own errors; and the ingress request router that Ray Serve LLM adds
 answers anyone who reaches its port.
 Upstream: none yet.
-Goes: when Ray Serve LLM's direct streaming requires a key of its own.
+Goes: when Ray Serve LLM's direct streaming requires a key of its own and ends a failed
+stream in an error event that names no internals.
 """
 
 from __future__ import annotations
