@@ -120,6 +120,33 @@ def _server_error(packet: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _engine_error_ending(packet: str) -> str | None:
+    """Where ``packet`` has an error event with a 5xx code: the events before it,
+    :data:`ENGINE_FAILED`'s event and ``data: [DONE]``, with the engine's error logged
+    beside the request id; None otherwise."""
+    # A cheap test first: most packets are chunks without an error.
+    cut = _server_error(packet) if '"error"' in packet else None
+    if cut is None:
+        return None
+    before, error = cut
+    rid = request_id()
+    logger.error(
+        "Request %s failed (%s) mid-stream: the engine sent %s",
+        rid,
+        ENGINE_FAILED.error_type,
+        error,
+    )
+    return before + ENGINE_FAILED.event(rid) + _DONE
+
+
+def _fault_ending(error: Exception) -> str:
+    """The events that end a stream ``error`` cut, with the cause logged beside the request id."""
+    fault = fault_of(error)
+    rid = request_id()
+    logger.error("Request %s failed (%s) mid-stream", rid, fault.error_type, exc_info=error)
+    return fault.event(rid) + _DONE
+
+
 def ending_streams_in_errors(
     ray_wrapper: Callable[[AsyncIterator[Any]], AsyncIterator[str]],
 ) -> Callable[[AsyncIterator[Any]], AsyncIterator[str]]:
@@ -137,26 +164,14 @@ def ending_streams_in_errors(
         try:
             async with contextlib.aclosing(ray_wrapper(generator)) as packets:
                 async for packet in packets:
-                    # A cheap test first: most packets are chunks without an error.
-                    cut = _server_error(packet) if '"error"' in packet else None
-                    if cut is None:
+                    ending = _engine_error_ending(packet)
+                    if ending is None:
                         yield packet
                         continue
-                    before, error = cut
-                    rid = request_id()
-                    logger.error(
-                        "Request %s failed (%s) mid-stream: the engine sent %s",
-                        rid,
-                        ENGINE_FAILED.error_type,
-                        error,
-                    )
-                    yield before + ENGINE_FAILED.event(rid) + _DONE
+                    yield ending
                     return
         except Exception as error:
-            fault = fault_of(error)
-            rid = request_id()
-            logger.error("Request %s failed (%s) mid-stream", rid, fault.error_type, exc_info=error)
-            yield fault.event(rid) + _DONE
+            yield _fault_ending(error)
 
     stream.__wrapped__ = ray_wrapper  # type: ignore[attr-defined]
     return stream
@@ -236,10 +251,7 @@ class StreamFaultMiddleware:
         except Exception as error:
             if not stream.open:
                 raise
-            fault = fault_of(error)
-            rid = request_id()
-            logger.error("Request %s failed (%s) mid-stream", rid, fault.error_type, exc_info=error)
-            await stream.end(fault.event(rid) + _DONE)
+            await stream.end(_fault_ending(error))
 
 
 class _EventStream:
@@ -263,19 +275,12 @@ class _EventStream:
             if self._ended:
                 return  # what the app sends after the fault's event
             body = message.get("body", b"")
-            # surrogateescape: a body cut inside a character comes back out unchanged.
-            text = body.decode(errors="surrogateescape") if b'"error"' in body else None
-            cut = None if text is None else _server_error(text)
-            if cut is not None:
-                before, error = cut
-                rid = request_id()
-                logger.error(
-                    "Request %s failed (%s) mid-stream: the engine sent %s",
-                    rid,
-                    ENGINE_FAILED.error_type,
-                    error,
-                )
-                await self.end(before + ENGINE_FAILED.event(rid) + _DONE)
+            # Decoded only where it may hold an error; surrogateescape: a body cut inside
+            # a character comes back out unchanged.
+            text = body.decode(errors="surrogateescape") if b'"error"' in body else ""
+            ending = _engine_error_ending(text)
+            if ending is not None:
+                await self.end(ending)
                 return
             self._ended = not message.get("more_body", False)
         await self._send(message)

@@ -276,8 +276,9 @@ def _assert_the_ports_are_the_pages(keyed_url: str, key: str) -> None:
     cluster = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            if child.environ().get("RAY_SERVE_ENABLE_HA_PROXY") == "1":
-                cluster.append((child, child.environ()))
+            environ = child.environ()
+            if environ.get("RAY_SERVE_ENABLE_HA_PROXY") == "1":
+                cluster.append((child, environ))
     haproxy_ports = {httpx.URL(keyed_url).port: HAPROXY_FRONTEND}
     for process, environ in cluster:
         if process.name() == "haproxy":
