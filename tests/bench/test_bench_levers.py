@@ -6,6 +6,8 @@ rounds. The flags' names and defaults are checked against the installed Ray.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,6 +38,8 @@ from ray_serve_npu_tooling.npu_pacing import (
     VLLM_COPY_ENV_VAR,
     NPUStepPacing,
 )
+
+from ray_serve_npu.envs import API_KEY_ENV_VAR, CLIENT_API_KEY_ENV_VAR
 
 
 @pytest.fixture
@@ -246,3 +250,33 @@ def test_two_apps_cannot_both_take_the_root_route() -> None:
 
     with pytest.raises(ValueError, match="prefixed=False serves one app at /, not 2"):
         run_apps({"a": {}, "b": {}}, host="127.0.0.1", port=1, prefixed=False)
+
+
+def test_the_paths_comparison_keys_every_path_as_the_recipes_do(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default run measures the recipe as written: one key on the Serve apps, on
+    direct vLLM and in the clients, and the unpaced engine at its two levels."""
+    from ray_serve_npu_tooling.bench import paths
+
+    keys = (API_KEY_ENV_VAR, paths.VLLM_SERVER_API_KEY_ENV_VAR, CLIENT_API_KEY_ENV_VAR)
+    for name in keys:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(paths, "tiny_model", lambda out: tiny_model_dir)
+    monkeypatch.setattr(paths, "driving_bench_cluster", contextlib.nullcontext)
+    monkeypatch.setattr(paths, "provenance", lambda: "provenance")
+    seen: dict[str, tuple[list[int], dict[str, str | None]]] = {}
+
+    def compare(regime: str, fields, apps, model_dir, settings: BenchSettings, *rest) -> str:
+        seen[regime] = (settings.concurrency, {name: os.environ.get(name) for name in keys})
+        return regime
+
+    monkeypatch.setattr(paths, "compare_paths", compare)
+    assert main(["--no-capacity", "--out-dir", str(tmp_path)]) == 0
+    assert seen[UNPACED][0] == [1, 32]
+    assert seen[NPU_PACED][0] == [1, 8, 32, 64]
+    (key,) = set(seen[UNPACED][1].values()) | set(seen[NPU_PACED][1].values())
+    assert key  # the same key in all three, in both regimes
+    assert all(os.environ.get(name) is None for name in keys)  # and gone after the run
+    assert main(["--no-capacity", "--concurrency", "8", "--out-dir", str(tmp_path)]) == 0
+    assert seen[UNPACED][0] == seen[NPU_PACED][0] == [8]

@@ -13,7 +13,9 @@ One run, on one fake cluster with NPUs and GPUs, prints three tables:
    (``npu-paced``, a simulation: :mod:`ray_serve_npu_tooling.npu_pacing`).
 
 Every target gets the same engine settings (the recipe's, adapted to the fake
-tier by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config`). Rounds of load
+tier by :func:`ray_serve_npu.fake_npu.adapter.adapt_llm_config`) and one API key,
+as the recipes are run (:func:`keyed_as_the_recipes`). The unpaced engine is
+measured at fewer load levels than the paced one. Rounds of load
 points alternate between the targets, so that a slow spell of the machine hits
 all of them; each ratio is read round by round. The npu kind is read against the
 gpu kind, not the ``cpu`` kind: Ray Serve LLM runs that one with vLLM's ``mp``
@@ -42,13 +44,14 @@ from bench.results import PointResult, write_json
 from bench.runner import run_point
 from pydantic import BaseModel
 
-from ray_serve_npu.envs import FAKE_DEVICE_ENV_VAR
+from ray_serve_npu.envs import API_KEY_ENV_VAR, CLIENT_API_KEY_ENV_VAR, FAKE_DEVICE_ENV_VAR
 from ray_serve_npu.fake_npu import adapter
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster, environ, fake_npu_cluster
 from ray_serve_npu.fake_npu.direct import serve_vllm
 from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
 from ray_serve_npu.fake_npu.vllm_plugins import GPU_RESOURCE
+from ray_serve_npu.ingress import fresh_api_key
 from ray_serve_npu.vllm_cli import engine_kwarg_argv
 from ray_serve_npu_tooling.npu_pacing import NPUStepPacing, paced_engine
 from ray_serve_npu_tooling.serve_apps import run_apps
@@ -141,6 +144,21 @@ def direct_vllm(fields: dict[str, Any], model_dir: Path, workdir: Path) -> Itera
         yield server.base_url
 
 
+#: Where ``vllm serve`` reads its API key (vllm/envs.py), as the Compose recipes set it.
+VLLM_SERVER_API_KEY_ENV_VAR = "VLLM_API_KEY"
+
+
+@contextlib.contextmanager
+def keyed_as_the_recipes() -> Iterator[None]:
+    """One fresh API key on every path until the block ends, as the recipes run them:
+    the plugin's, read where each Serve app is built; direct vLLM's, which the Compose
+    recipes set; and the clients', which ``vllm bench serve`` sends."""
+    key = fresh_api_key()
+    keys = (API_KEY_ENV_VAR, VLLM_SERVER_API_KEY_ENV_VAR, CLIENT_API_KEY_ENV_VAR)
+    with environ(dict.fromkeys(keys, key)):
+        yield
+
+
 @contextlib.contextmanager
 def driving_bench_cluster() -> Iterator[FakeNPUCluster]:
     """A fake cluster of :data:`BENCH_NODE`, with this process as its driver (the Serve
@@ -183,6 +201,9 @@ class BenchSettings(BaseModel):
     """The load of every point; small enough for two cores, long enough to stream."""
 
     concurrency: list[int] = [1, 8, 32, 64]
+    #: The unpaced engine in the paths' comparison: one stream, and the level whose
+    #: throughput has a target (:data:`.compare.UNPACED_TARGET_CONCURRENCY`).
+    unpaced_concurrency: list[int] = [1, 32]
     #: The request path with the mock engine, up to where two cores saturate.
     capacity_concurrency: list[int] = [1, 8, 32, 64, 128]
     rounds: int = 5
@@ -322,8 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency",
         type=lambda text: [int(level) for level in text.split(",") if level],
-        default=BenchSettings().concurrency,
         metavar="N,...",
+        help=f"the load levels of every regime (default {BenchSettings().concurrency}, and "
+        f"{BenchSettings().unpaced_concurrency} for the unpaced paths' comparison)",
     )
     args = parser.parse_args(argv)
     if args.regimes == []:
@@ -341,7 +363,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--soak-concurrency: {args.soak_concurrency} clients load nothing; give 1 or more"
         )
-    settings = BenchSettings(rounds=args.rounds, concurrency=args.concurrency)
+    levels = (
+        {}
+        if args.concurrency is None
+        else dict.fromkeys(("concurrency", "unpaced_concurrency"), args.concurrency)
+    )
+    settings = BenchSettings(rounds=args.rounds, **levels)
     levers = None
     if args.levers is not None:
         names = list(LEVERS) if args.levers == ["all"] else args.levers
@@ -371,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.soak is not None:
         soak_settings = SoakSettings(duration_s=args.soak, concurrency=args.soak_concurrency)
         return soak_serve_npu(fields, soak_settings, out / "soak", started)
-    with driving_bench_cluster() as cluster:
+    with driving_bench_cluster() as cluster, keyed_as_the_recipes():
         port = free_port()
         sections = [provenance()]
         if not args.no_capacity:
@@ -381,6 +408,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             apps = {SERVE_NPU: regime_fields}
             if regime == UNPACED:
                 apps[SERVE_GPU] = gpu_kind(regime_fields)
+                regime_settings = regime_settings.model_copy(
+                    update={"concurrency": settings.unpaced_concurrency}
+                )
             if args.deploy_first == SERVE_GPU:
                 apps = dict(reversed(apps.items()))
             sections.append(
