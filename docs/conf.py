@@ -230,6 +230,7 @@ def _bench_lever_figures() -> dict[str, str]:
         DIRECT,
         PACED_THROUGHPUT_TARGET,
         PACED_TTFT_ADDED_TARGET_MS,
+        PACED_TTFT_TARGET_CONCURRENCY,
         UNPACED_TARGET_CONCURRENCY,
         UNPACED_THROUGHPUT_TARGET,
     )
@@ -247,6 +248,7 @@ def _bench_lever_figures() -> dict[str, str]:
         # The request path's targets, which the harness and the readings judge by.
         "target_paced_throughput": f"{PACED_THROUGHPUT_TARGET:g}",
         "target_paced_ttft_added_ms": f"{PACED_TTFT_ADDED_TARGET_MS:g}",
+        "target_paced_ttft_levels": ", ".join(map(str, PACED_TTFT_TARGET_CONCURRENCY)),
         "target_unpaced_throughput": f"{UNPACED_THROUGHPUT_TARGET:g}",
         "target_unpaced_concurrency": str(UNPACED_TARGET_CONCURRENCY),
         "lever_rounds": str(rounds),

@@ -260,16 +260,28 @@ def _listener(process: psutil.Process, port: int, haproxy_ports: dict[int, str])
     return f"an unlisted port {port} of {title}"
 
 
-def _status(method: str, url: str, key: str | None = None) -> int:
+#: A WebSocket handshake (RFC 6455, section 4.1): the key must refuse it before the
+#: connection is upgraded, as it refuses a request.
+WEBSOCKET_HANDSHAKE = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+}
+
+
+def _status(
+    method: str, url: str, key: str | None = None, headers: dict[str, str] | None = None
+) -> int:
     """The status of a request without a body, with ``key`` as the API key."""
-    headers = {"Authorization": f"Bearer {key}"} if key else None
-    return httpx.request(method, url, headers=headers, timeout=30).status_code
+    sent = {**(headers or {}), **({"Authorization": f"Bearer {key}"} if key else {})}
+    return httpx.request(method, url, headers=sent, timeout=30).status_code
 
 
 def _assert_the_ports_are_the_pages(keyed_url: str, key: str) -> None:
     """Every socket of the HAProxy cluster in the page's table, at the row's address; each
-    port whose row wants the API key refuses a request without it, and each whose row
-    names Serve's health route answers it without."""
+    port whose row wants the API key refuses a request and a WebSocket handshake without
+    it, and each whose row names Serve's health route answers it without."""
     table = ports_table()
     # The cluster's processes inherited the variable from its start; the other arm's
     # cluster runs without HAProxy.
@@ -311,6 +323,8 @@ def _assert_the_ports_are_the_pages(keyed_url: str, key: str) -> None:
             base = f"http://{ip}:{port}"
             if "with the API key" in who:
                 assert _status(method, f"{base}/{route}") == 401, (row, port)
+                handshake = _status("GET", f"{base}/{route}", headers=WEBSOCKET_HANDSHAKE)
+                assert handshake == 401, (row, port, "WebSocket")
                 if row != REQUEST_ROUTER:  # its answer to a keyed request needs a body
                     assert _status(method, f"{base}/{route}", key) == 200, (row, port)
             if "`/-/healthz`" in who:

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ray_serve_npu_tooling.bench.compare import Comparison
+from ray_serve_npu_tooling.bench.compare import Comparison, ratio_tables, targets
 from ray_serve_npu_tooling.docs.pages import read_page
 
 from ray_serve_npu.vllm_cli import VLLMServe, vllm_serve_service
@@ -65,9 +65,18 @@ def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None
     assert comparison.startswith("Fake-NPU tier, ")
     # The capacity table the page shows is the one the run's points give.
     assert f"## Request path, mock engine\n\n{capacity_table(points)}" in comparison
-    for section in ("## unpaced", "## npu-paced"):
-        assert f"\n{section}\n" in comparison
     page = PAGE.read_text()
+    # Each regime's tables and verdicts are the ones its comparison.json gives, and the
+    # page's reading of it is generated from the same file (docs/_ext/bench_readings.py).
+    for regime in ("unpaced", "npu-paced"):
+        run = [
+            Comparison.model_validate(c)
+            for c in json.loads((STATIC / regime / "comparison.json").read_text())
+        ]
+        section = comparison.split(f"\n## {regime}\n", 1)[1].split("\n## ", 1)[0]
+        assert ratio_tables(run) in section
+        assert targets(run, paced=regime == "npu-paced") in section
+        assert f"```{{bench-readings}} _static/bench/{regime}/comparison.json\n:against: direct\n" in page
     # The page's command is the one that made the run.
     rounds = len({point.round for point in points})
     assert f"nox -s bench -- --rounds {rounds}\n" in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -86,30 +87,48 @@ def ratio_tables(comparisons: Sequence[Comparison], target: str = SERVE_NPU) -> 
 
 
 #: The request path's targets: beside an NPU-paced engine, Ray Serve LLM keeps this
-#: share of direct vLLM's output throughput and adds at most this much to its time to
-#: first token; with the engine unpaced, it keeps this share at concurrency 32.
+#: share of direct vLLM's output throughput at every concurrency, and adds at most this
+#: much to its time to first token where a request waits for no other (the levels
+#: below; higher, the first token waits in the engine's queue); with the engine
+#: unpaced, it keeps this share at concurrency 32.
 PACED_THROUGHPUT_TARGET = 0.97
 PACED_TTFT_ADDED_TARGET_MS = 10.0
+PACED_TTFT_TARGET_CONCURRENCY = (1, 8)
 UNPACED_THROUGHPUT_TARGET = 0.8
 UNPACED_TARGET_CONCURRENCY = 32
+
+
+class Targets(NamedTuple):
+    """What the request path must keep at one concurrency: a floor on the throughput
+    ratio to direct vLLM and a ceiling on the TTFT it adds (ms); None where none applies."""
+
+    throughput_floor: float | None
+    ttft_added_ceiling_ms: float | None
+
+
+def targets_at(level: int, *, paced: bool) -> Targets:
+    """The targets at concurrency ``level`` beside an NPU-paced (``paced``) or unpaced engine."""
+    if paced:
+        ceiling = PACED_TTFT_ADDED_TARGET_MS if level in PACED_TTFT_TARGET_CONCURRENCY else None
+        return Targets(PACED_THROUGHPUT_TARGET, ceiling)
+    floor = UNPACED_THROUGHPUT_TARGET if level == UNPACED_TARGET_CONCURRENCY else None
+    return Targets(floor, None)
 
 
 def targets(comparisons: Sequence[Comparison], *, paced: bool, target: str = SERVE_NPU) -> str:
     """Whether Ray Serve LLM (``target``, as in :func:`ratio_tables`) met the request
     path's targets, from the rounds' medians."""
     by = {(c.target, c.concurrency): c for c in comparisons}
-    levels = sorted({c.concurrency for c in comparisons})
-    if not paced:
-        levels = [level for level in levels if level == UNPACED_TARGET_CONCURRENCY]
     lines = []
-    for level in levels:
+    for level in sorted({c.concurrency for c in comparisons}):
+        floor, ceiling = targets_at(level, paced=paced)
         paired = KindComparison.of(by[target, level], by[DIRECT, level])
-        throughput = statistics.median(paired.throughput_ratios)
-        floor = PACED_THROUGHPUT_TARGET if paced else UNPACED_THROUGHPUT_TARGET
-        checks = [(f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor)]
-        if paced:
+        checks = []
+        if floor is not None:
+            throughput = statistics.median(paired.throughput_ratios)
+            checks.append((f"throughput ratio {throughput:.2f} >= {floor}", throughput >= floor))
+        if ceiling is not None:
             added = statistics.median(paired.ttft_added_ms)
-            ceiling = PACED_TTFT_ADDED_TARGET_MS
             checks.append((f"TTFT added {added:.1f} ms <= {ceiling:g} ms", added <= ceiling))
         for what, met in checks:
             lines.append(f"- concurrency {level}: {what}: {'met' if met else 'not met'}")

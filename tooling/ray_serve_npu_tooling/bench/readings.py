@@ -20,12 +20,9 @@ from enum import Enum
 from .compare import (
     DEFAULT,
     DIRECT,
-    PACED_THROUGHPUT_TARGET,
-    PACED_TTFT_ADDED_TARGET_MS,
-    UNPACED_TARGET_CONCURRENCY,
-    UNPACED_THROUGHPUT_TARGET,
     Comparison,
     KindComparison,
+    targets_at,
 )
 
 
@@ -116,11 +113,7 @@ def readings(comparisons: Sequence[Comparison], reference: str, *, paced: bool) 
 def _against_direct(paired: KindComparison, level: int, *, paced: bool) -> tuple[Figure, ...]:
     """Throughput as a share of direct vLLM's, and the time to first token added to it,
     each with the target that applies at this concurrency in this regime."""
-    if paced:
-        floor, ceiling = PACED_THROUGHPUT_TARGET, PACED_TTFT_ADDED_TARGET_MS
-    else:
-        floor = UNPACED_THROUGHPUT_TARGET if level == UNPACED_TARGET_CONCURRENCY else None
-        ceiling = None
+    floor, ceiling = targets_at(level, paced=paced)
     return (
         Figure("throughput", "ratio", tuple(paired.throughput_ratios), floor),
         Figure("ttft", "added", tuple(paired.ttft_added_ms), ceiling),
