@@ -76,7 +76,8 @@ def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None
         section = comparison.split(f"\n## {regime}\n", 1)[1].split("\n## ", 1)[0]
         assert ratio_tables(run) in section
         assert targets(run, paced=regime == "npu-paced") in section
-        assert f"```{{bench-readings}} _static/bench/{regime}/comparison.json\n:against: direct\n" in page
+        directive = f"```{{bench-readings}} _static/bench/{regime}/comparison.json\n"
+        assert f"{directive}:against: direct\n" in page
     # The page's command is the one that made the run.
     rounds = len({point.round for point in points})
     assert f"nox -s bench -- --rounds {rounds}\n" in page
