@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from ray_serve_npu_tooling.docs.site import EDITIONS, built
 
+from ray_serve_npu.fake_npu.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -40,16 +42,6 @@ def _require_chromium() -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    # Port 8000 belongs to the pages' servers; the kernel never hands out a fixed port
-    # here, but say so in case that changes.
-    assert port != 8000
-    return port
-
-
 @pytest.fixture(scope="session")
 def site_url() -> Iterator[str]:
     """Both editions built as ``nox -s docs`` builds them, served by http.server."""
@@ -68,7 +60,7 @@ def site_url() -> Iterator[str]:
 
 def _served(site: Path) -> Iterator[str]:
     """``site`` served by http.server on a free loopback port, until the caller is done."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
         cwd=site,

@@ -19,6 +19,7 @@ from ray_serve_npu_tooling.harness.ascend_tier import (
 )
 
 from ray_serve_npu.envs import CLIENT_API_KEY_ENV_VAR, MODEL_PATH_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
+from ray_serve_npu.fake_npu.processes import free_port
 
 
 def test_detect_npus_counts_fake_davinci_devices_only(tmp_path: Path) -> None:
@@ -79,12 +80,6 @@ def test_without_npus_the_fake_tier_is_selected_here_a_stub_of_it(
     assert started == [tmp_path]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 #: A stand-in server command: a process group (bash, then python) answering /v1/models.
 STUB_SERVER = (
     "python3 -c 'import http.server as h\n"
@@ -101,7 +96,7 @@ def _answers(port: int) -> bool:
 
 
 def test_ascend_tier_serves_a_stub_server_and_stops_its_process_group(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     tier = AscendTier("/models/w")
     with tier.serve(STUB_SERVER.replace("{port}", str(port)), cwd=tmp_path, port=port) as server:
         assert server.base_url == f"http://127.0.0.1:{port}"
@@ -117,9 +112,7 @@ def test_ascend_tier_serves_a_stub_server_and_stops_its_process_group(tmp_path: 
 def test_ascend_tier_reports_a_failing_server_command_with_its_output(tmp_path: Path) -> None:
     tier = AscendTier("/models/w")
     with pytest.raises(RuntimeError, match=r"exited with 3:\nno weights at /models/w"):
-        with tier.serve(
-            'echo "no weights at $MODEL_PATH"; exit 3', cwd=tmp_path, port=_free_port()
-        ):
+        with tier.serve('echo "no weights at $MODEL_PATH"; exit 3', cwd=tmp_path, port=free_port()):
             pass
 
 

@@ -18,8 +18,6 @@ which docs/testing.md shows; the figures they measure are printed at the end of 
 from __future__ import annotations
 
 import contextlib
-import random
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import pytest
 from ray_serve_npu_tooling.gcs_redis import gcs_redis, redis_server_missing
 
 from ray_serve_npu.fake_npu.cluster import FakeNode, FakeNPUCluster
+from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.fake_npu.tiny_model import tiny_model
 
 from .fake_serving import (
@@ -84,35 +83,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeNPUCluster
         yield cluster
 
 
-#: Where the workers' proxy ports come from: below the kernel's ephemeral range
-#: (``/proc/sys/net/ipv4/ip_local_port_range``, 32768 up by default) and above Ray's
-#: worker ports (10002-19999). A port picked ahead of time from the ephemeral range can
-#: be taken by one of the many Ray listeners that start on port 0 before the proxy
-#: does: in a fresh-clone run the ingress worker's port answered with HTTP/2 frames
-#: (``RemoteProtocolError``), a gRPC server's, 2026-12-07.
-PROXY_PORTS = range(20000, 32768)
-
-
-def _unused_port(taken: set[int]) -> int:
-    while True:
-        port = random.choice(PROXY_PORTS)
-        if port in taken:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-
-
 @pytest.fixture(scope="package")
 def proxy_urls(cluster: FakeNPUCluster) -> dict[int, str]:
     """Each worker's proxy, by node index: on a port of its own (Serve's
     ``RAY_SERVE_WORKER_PROXY_HTTP_PORT``, which the head's proxy ignores)."""
     ports: set[int] = set()
     for _ in (INGRESS_NODE, *NPU_NODES):
-        ports.add(_unused_port(ports))
+        ports.add(free_port(taken=ports))
     return {
         index: f"http://127.0.0.1:{port}"
         for index, port in zip((INGRESS_NODE, *NPU_NODES), sorted(ports), strict=True)

@@ -34,6 +34,7 @@ import psutil
 from pydantic import BaseModel, Field, SecretStr
 
 from ray_serve_npu.envs import AUTH_TOKEN_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
+from ray_serve_npu.fake_npu.processes import free_port
 from ray_serve_npu.hardware import A2, NPU_RESOURCE, NodeKind
 
 #: From Ray 2.57, ``ray start --block`` drains its node on SIGTERM, for up to
@@ -188,12 +189,6 @@ def _tail(path: Path, characters: int) -> str:
         return ""
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
 def _reload_ray_auth() -> None:
     """Make this process's Ray read the authentication mode and token from the environment again.
 
@@ -245,7 +240,7 @@ class FakeNPUCluster:
         # Ray's socket paths must stay under about 100 characters.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rsn-", dir="/tmp"))
         self._loopback_prefix = f"127.{random.randint(1, 254)}.{random.randint(0, 255)}"
-        self.gcs_port = _free_port(self.node_ip(0))
+        self.gcs_port = free_port(self.node_ip(0))
         #: Ray's token for this cluster; Ray's own generator makes the same 256 bits
         #: (``ray/_private/authentication/authentication_token_generator.py``).
         self.auth_token = secrets.token_hex(32)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import signal
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,14 +64,32 @@ def ensure_port_free(port: int, host: str = "127.0.0.1", wait_s: float = 60) -> 
         time.sleep(1)
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 other than :data:`PAGES_PORT`."""
+#: Where a port picked ahead of time comes from: below the kernel's ephemeral range
+#: (``/proc/sys/net/ipv4/ip_local_port_range``, 32768 up by default), from which Ray's
+#: many listeners that bind port 0 could take it before its server binds it (in a
+#: fresh-clone run a picked port answered with a gRPC server's HTTP/2 frames,
+#: 2026-12-07); above ``ray start``'s worker ports (10002-19999); and below the ports
+#: that Serve's direct-ingress replicas take, from 30000
+#: (``RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT``, serve/_private/constants.py:1048 at 2.60.0).
+PICKED_PORTS = range(20000, 30000)
+
+
+def free_port(host: str = "127.0.0.1", *, taken: Collection[int] = ()) -> int:
+    """A port of :data:`PICKED_PORTS` that nothing holds on ``host``, and not in ``taken``.
+
+    The one way the fake tier, its tests and the benchmark harness pick a port for a
+    server they start; every page's server keeps :data:`PAGES_PORT`, outside the range.
+    """
     while True:
+        port = random.choice(PICKED_PORTS)
+        if port in taken:
+            continue
         with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        if port != PAGES_PORT:
-            return port
+            try:
+                probe.bind((host, port))
+            except OSError:
+                continue
+        return port
 
 
 def start_process_group(
