@@ -152,8 +152,19 @@ def _bench_figures() -> dict[str, str]:
     per_core = median(levels[-1], lambda p: p["output_tokens_per_cpu_s"])
     ttft = median(levels[0], lambda p: p["result"]["latency_ms"]["ttft"]["p50"])
     cpu_ms = median(levels[0], lambda p: p["cpu_ms_per_request"])
+    rounds = len({point["round"] for point in points})
+
+    def levels_of(regime: str) -> str:
+        """The concurrency levels of one regime's comparison in the committed run."""
+        run = json.loads((DOCS / "_static" / "bench" / regime / "comparison.json").read_text())
+        return ", ".join(str(level) for level in sorted({c["concurrency"] for c in run}))
+
     return {
-        "bench_rounds": str(len({point["round"] for point in points})),
+        "bench_rounds": str(rounds),
+        # One ratio's rounds all on one side of 1 by chance alone: one run in this many.
+        "bench_chance": str(2 ** (rounds - 1)),
+        "bench_paced_levels": levels_of("npu-paced"),
+        "bench_unpaced_levels": levels_of("unpaced"),
         "bench_run_when": _run_when(DOCS / "_static" / "bench" / "comparison.md"),
         "vs_direct_npu_paced_when": _run_when(
             DOCS / "_static" / "bench" / "direct-streaming" / "npu-paced" / "levers.md"
@@ -248,7 +259,9 @@ def _bench_lever_figures() -> dict[str, str]:
         # The request path's targets, which the harness and the readings judge by.
         "target_paced_throughput": f"{PACED_THROUGHPUT_TARGET:g}",
         "target_paced_ttft_added_ms": f"{PACED_TTFT_ADDED_TARGET_MS:g}",
-        "target_paced_ttft_levels": ", ".join(map(str, PACED_TTFT_TARGET_CONCURRENCY)),
+        # The two levels the pages name ("at concurrency 1 and 8").
+        "target_paced_ttft_low": str(PACED_TTFT_TARGET_CONCURRENCY[0]),
+        "target_paced_ttft_high": str(PACED_TTFT_TARGET_CONCURRENCY[-1]),
         "target_unpaced_throughput": f"{UNPACED_THROUGHPUT_TARGET:g}",
         "target_unpaced_concurrency": str(UNPACED_TARGET_CONCURRENCY),
         "lever_rounds": str(rounds),

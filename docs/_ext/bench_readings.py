@@ -1,4 +1,4 @@
-"""The ``bench-readings`` directive: what a committed lever run says, one sentence an arm.
+"""The ``bench-readings`` directive: what a committed run says, one sentence an arm.
 
 ``{bench-readings} _static/bench/levers/levers.json`` reads the run's JSON with
 :func:`ray_serve_npu_tooling.bench.readings.readings` and writes, for each arm and

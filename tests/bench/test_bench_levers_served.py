@@ -273,7 +273,7 @@ WEBSOCKET_HANDSHAKE = {
 def _status(
     method: str, url: str, key: str | None = None, headers: dict[str, str] | None = None
 ) -> int:
-    """The status of a request without a body, with ``key`` as the API key."""
+    """The status of a request without a body, with ``headers``, and ``key`` as the API key."""
     sent = {**(headers or {}), **({"Authorization": f"Bearer {key}"} if key else {})}
     return httpx.request(method, url, headers=sent, timeout=30).status_code
 
@@ -325,6 +325,10 @@ def _assert_the_ports_are_the_pages(keyed_url: str, key: str) -> None:
                 assert _status(method, f"{base}/{route}") == 401, (row, port)
                 handshake = _status("GET", f"{base}/{route}", headers=WEBSOCKET_HANDSHAKE)
                 assert handshake == 401, (row, port, "WebSocket")
+                # With the key the handshake gets past the key to the app's WebSocket
+                # handling, whatever that answers: so the server did read a WebSocket.
+                keyed = _status("GET", f"{base}/{route}", key, headers=WEBSOCKET_HANDSHAKE)
+                assert keyed != 401, (row, port, "WebSocket with the key")
                 if row != REQUEST_ROUTER:  # its answer to a keyed request needs a body
                     assert _status(method, f"{base}/{route}", key) == 200, (row, port)
             if "`/-/healthz`" in who:

@@ -53,7 +53,7 @@ def test_the_page_serves_what_the_compose_file_serves_but_the_swept_flags() -> N
 STATIC = ROOT / "docs" / "_static" / "bench"
 
 
-def test_the_pages_tables_are_one_runs_files_as_the_harness_wrote_them() -> None:
+def test_the_pages_tables_are_one_runs_files_and_their_verdicts_its_json() -> None:
     import json
 
     from ray_serve_npu_tooling.bench.capacity import CapacityPoint, capacity_table

@@ -88,9 +88,9 @@ def ratio_tables(comparisons: Sequence[Comparison], target: str = SERVE_NPU) -> 
 
 #: The request path's targets: beside an NPU-paced engine, Ray Serve LLM keeps this
 #: share of direct vLLM's output throughput at every concurrency, and adds at most this
-#: much to its time to first token where a request waits for no other (the levels
-#: below; higher, the first token waits in the engine's queue); with the engine
-#: unpaced, it keeps this share at concurrency 32.
+#: much to its time to first token at the levels below (higher, direct vLLM's own time
+#: to first token runs to seconds, and its spread over the rounds dwarfs the target);
+#: with the engine unpaced, it keeps this share at concurrency 32.
 PACED_THROUGHPUT_TARGET = 0.97
 PACED_TTFT_ADDED_TARGET_MS = 10.0
 PACED_TTFT_TARGET_CONCURRENCY = (1, 8)

@@ -66,6 +66,7 @@ from .compare import (
     DIRECT,
     SERVE_GPU,
     SERVE_NPU,
+    UNPACED_TARGET_CONCURRENCY,
     Comparison,
     plot_comparison,
     ratio_tables,
@@ -203,7 +204,7 @@ class BenchSettings(BaseModel):
     concurrency: list[int] = [1, 8, 32, 64]
     #: The unpaced engine in the paths' comparison: one stream, and the level whose
     #: throughput has a target (:data:`.compare.UNPACED_TARGET_CONCURRENCY`).
-    unpaced_concurrency: list[int] = [1, 32]
+    unpaced_concurrency: list[int] = [1, UNPACED_TARGET_CONCURRENCY]
     #: The request path with the mock engine, up to where two cores saturate.
     capacity_concurrency: list[int] = [1, 8, 32, 64, 128]
     rounds: int = 5

@@ -1,4 +1,5 @@
-"""What a lever run says, read from its JSON: one reading per arm and concurrency.
+"""What a committed run (a lever run, or the paths' comparison) says, read from its JSON:
+one reading per arm and concurrency.
 
 The docs extension ``bench_readings`` (docs/_ext) writes these readings on the pages as
 sentences, in each edition's language, so a page's reading of a run is the run's own: a
