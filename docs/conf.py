@@ -156,8 +156,8 @@ def _bench_figures() -> dict[str, str]:
 
     def levels_of(regime: str) -> str:
         """The concurrency levels of one regime's comparison in the committed run."""
-        run = json.loads((DOCS / "_static" / "bench" / regime / "comparison.json").read_text())
-        return ", ".join(str(level) for level in sorted({c["concurrency"] for c in run}))
+        run = _committed_run(DOCS / "_static" / "bench" / regime / "comparison.json")
+        return ", ".join(str(level) for level in sorted({c.concurrency for c in run}))
 
     return {
         "bench_rounds": str(rounds),
@@ -224,8 +224,9 @@ def _bench_profile_figures() -> dict[str, str]:
     }
 
 
-def _lever_run(path: Path) -> list[Comparison]:
-    """A committed lever run's comparisons (its ``levers.json``)."""
+def _committed_run(path: Path) -> list[Comparison]:
+    """A committed run's comparisons: a lever run's ``levers.json``, or a regime's
+    ``comparison.json`` of the paths' comparison."""
     from ray_serve_npu_tooling.bench.compare import Comparison
 
     return [Comparison.model_validate(c) for c in json.loads(path.read_text())]
@@ -248,13 +249,13 @@ def _bench_lever_figures() -> dict[str, str]:
     from ray_serve_npu_tooling.bench.readings import readings
 
     bench = DOCS / "_static" / "bench"
-    levers = _lever_run(bench / "levers" / "levers.json")
+    levers = _committed_run(bench / "levers" / "levers.json")
     rounds = len(levers[0].ttft_p50_ms)
     # A lever that changes nothing leans one way in every round once in this many runs;
     # each reading has two figures.
     chance = 2 ** (rounds - 1)
     figures_read = sum(len(r.figures) for r in readings(levers, DEFAULT, paced=False))
-    paced = _lever_run(bench / "direct-streaming" / "npu-paced" / "levers.json")
+    paced = _committed_run(bench / "direct-streaming" / "npu-paced" / "levers.json")
     return {
         # The request path's targets, which the harness and the readings judge by.
         "target_paced_throughput": f"{PACED_THROUGHPUT_TARGET:g}",

@@ -145,7 +145,7 @@ def test_the_targets_are_judged_on_the_rounds_medians() -> None:
     assert "- concurrency 8: TTFT added 12.0 ms <= 10 ms: not met" in verdicts
     # Unpaced, only concurrency 32's throughput has a target.
     assert targets(paced, paced=False) == ""
-    # Paced at 32, the first token also waits in the engine's queue: only the throughput.
+    # Paced at 32, only the throughput has a target: the TTFT target is set at 1 and 8.
     at_32 = [c.model_copy(update={"concurrency": 32}) for c in paced]
     assert targets(at_32, paced=True).splitlines()[2:] == [
         "- concurrency 32: throughput ratio 0.98 >= 0.97: met"

@@ -69,10 +69,7 @@ def test_the_pages_tables_are_one_runs_files_and_their_verdicts_its_json() -> No
     # Each regime's tables and verdicts are the ones its comparison.json gives, and the
     # page's reading of it is generated from the same file (docs/_ext/bench_readings.py).
     for regime in ("unpaced", "npu-paced"):
-        run = [
-            Comparison.model_validate(c)
-            for c in json.loads((STATIC / regime / "comparison.json").read_text())
-        ]
+        run = committed_run(STATIC / regime / "comparison.json")
         section = comparison.split(f"\n## {regime}\n", 1)[1].split("\n## ", 1)[0]
         assert ratio_tables(run) in section
         assert targets(run, paced=regime == "npu-paced") in section
@@ -120,11 +117,12 @@ TUNING = ROOT / "docs" / "tuning.md"
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 
 
-def lever_run(folder: Path) -> list[Comparison]:
-    """A committed lever run's comparisons, from ``folder``'s ``levers.json``."""
+def committed_run(path: Path) -> list[Comparison]:
+    """A committed run's comparisons: a lever run's ``levers.json``, or a regime's
+    ``comparison.json`` of the paths' comparison."""
     import json
 
-    return [Comparison.model_validate(c) for c in json.loads((folder / "levers.json").read_text())]
+    return [Comparison.model_validate(c) for c in json.loads(path.read_text())]
 
 
 def test_the_lever_table_is_one_runs_files_and_its_readings_are_generated() -> None:
@@ -134,7 +132,7 @@ def test_the_lever_table_is_one_runs_files_and_its_readings_are_generated() -> N
     from ray_serve_npu_tooling.bench.levers import LEVERS, lever_table
 
     folder = STATIC / "levers"
-    comparisons = lever_run(folder)
+    comparisons = committed_run(folder / "levers.json")
     # The table the page includes is the one the run's JSON gives.
     assert lever_table(comparisons) in (folder / "levers.md").read_text()
     text = BENCHMARKS.read_text()
@@ -171,7 +169,7 @@ def test_the_runs_against_direct_are_their_files_and_read_by_the_directive(
     from ray_serve_npu_tooling.bench.levers import levers_markdown
 
     folder = AGAINST_DIRECT / regime
-    comparisons = lever_run(folder)
+    comparisons = committed_run(folder / "levers.json")
     # The file the page includes is the one the run's JSON gives, below its provenance.
     first, rest = (folder / "levers.md").read_text().split("\n\n", 1)
     assert first.startswith("Fake-NPU tier, ") and first.endswith("not NPU figures.")
@@ -212,7 +210,7 @@ def test_what_the_tuning_page_advises_rests_on_its_lever_run() -> None:
     from ray_serve_npu_tooling.bench.compare import DEFAULT
     from ray_serve_npu_tooling.bench.readings import Lean, readings
 
-    found = readings(lever_run(STATIC / "levers"), DEFAULT, paced=False)
+    found = readings(committed_run(STATIC / "levers" / "levers.json"), DEFAULT, paced=False)
     by = {(r.arm, r.concurrency): {f.name: f.lean for f in r.figures} for r in found}
     for arm in ("stream-batching-0ms", "ingress-replicas-2"):
         leans = [figures["throughput"] for (name, _), figures in by.items() if name == arm]

@@ -56,7 +56,7 @@ def test_against_direct_vllm_the_time_is_added_and_the_regimes_targets_apply() -
     ]  # fmt: skip
     throughput, added = paced[1].figures  # the defaults at 32
     assert added.kind == "added" and added.values == (100, 95, 90)
-    # At 32 the first token also waits in the engine's queue: no target for the time added.
+    # At 32 the time added has no target: the TTFT target is set at 1 and 8.
     assert (throughput.target, added.target) == (0.97, None)
     assert not throughput.meets(throughput.median) and throughput.rounds_meeting == 0
     assert added.lean is Lean.HIGHER
