@@ -31,6 +31,7 @@ from ray_serve_npu.fake_npu.dry_run import (
     engine_devices,
     fake_tier_changes,
     not_ready_paragraph,
+    parse_args,
 )
 from ray_serve_npu.fake_npu.processes import (
     ProcessServer,
@@ -60,6 +61,20 @@ def test_dry_run_gives_a_python_recipe_its_arguments_and_nothing_else_any() -> N
     assert command_for(Path("serve_model.py"), ["Qwen3 32B"]) == "python serve_model.py 'Qwen3 32B'"
     with pytest.raises(ValueError, match="only a Python recipe takes arguments; drop x"):
         command_for(Path("serve_config.yaml"), ["x"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve_model.py", "--nodes", "2", "--node-kind", "A3", "--", "RUN", "--list"],
+        ["--nodes", "2", "--node-kind", "A3", "serve_model.py", "--", "RUN", "--list"],
+    ],
+)
+def test_dry_run_takes_its_options_before_or_after_the_recipe(argv: list[str]) -> None:
+    # Only what follows `--` is the recipe's, wherever the command's own options stand.
+    args = parse_args(argv)
+    assert (args.recipe, args.nodes, args.node_kind) == ("serve_model.py", 2, "A3")
+    assert args.recipe_args == ["RUN", "--list"]
 
 
 def test_dry_run_refuses_what_it_cannot_run(
@@ -165,6 +180,21 @@ def test_a_recipe_that_does_not_come_up_gets_one_paragraph_and_its_log_kept(
         assert kept.read_text() == log
     finally:
         kept.unlink()
+
+
+def test_a_recipe_that_refuses_without_a_traceback_gets_its_last_line_quoted(
+    tmp_path: Path,
+) -> None:
+    refusal = "serve_model.py: set MODEL_PATH to the directory of org/Model's weights"
+    failure = ServerNotReady(
+        "the server command exited with 1", f"\x1b[33mINFO x\x1b[0m\n{refusal}\n\n"
+    )
+    paragraph = not_ready_paragraph(failure, tmp_path / "serve_model.py")
+    assert f"Its log reports no Python exception; its last line: {refusal}." in paragraph
+    Path(paragraph.rsplit(" is in ", 1)[1].removesuffix(".")).unlink()
+    empty = not_ready_paragraph(ServerNotReady("it exited", ""), tmp_path / "serve_model.py")
+    assert "Its log is empty." in empty
+    Path(empty.rsplit(" is in ", 1)[1].removesuffix(".")).unlink()
 
 
 @pytest.mark.parametrize(

@@ -275,8 +275,14 @@ def _wait_for_stop() -> None:
         pass
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command's arguments; options may come after the recipe, before ``--``:
+    ``dry-run serve_model.py --nodes 2 -- RUN`` as well as ``dry-run --nodes 2 ...``."""
+    return _parser().parse_intermixed_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     recipe = Path(args.recipe).resolve()
     if not recipe.is_file():
         print(f"{ERROR_PREFIX}{args.recipe}: no such file", file=sys.stderr)
@@ -317,11 +323,13 @@ def not_ready_paragraph(failure: ServerNotReady, recipe: Path) -> str:
         "w", prefix=f"ray-serve-npu-dry-run-{recipe.stem}-", suffix=".log", delete=False
     ) as kept:
         kept.write(failure.log)
-    error = (
-        f"The last error in its log: {failure.error}"
-        if failure.error
-        else "Its log reports no Python exception"
-    )
+    if failure.error:
+        error = f"The last error in its log: {failure.error}"
+    elif failure.last_line:
+        # A recipe that refuses its input exits with a sentence of its own, not a traceback.
+        error = f"Its log reports no Python exception; its last line: {failure.last_line}"
+    else:
+        error = "Its log is empty"
     return (
         f"{recipe.name} did not come up on the fake-NPU tier: {failure.what}. {error}. "
         f"{KEPT_LOG_SENTENCE} {kept.name}."

@@ -147,6 +147,15 @@ class ServerNotReady(RuntimeError):
         self.log = log
         #: The last exception the log reports: the replica's or the engine's own error.
         self.error = last_error(log)
+        #: The log's last line with words in it, colours taken out.
+        self.last_line = next(
+            (
+                line.strip()
+                for line in reversed(_RAY_COLOUR.sub("", log).splitlines())
+                if line.strip()
+            ),
+            None,
+        )
         super().__init__(f"{what}:\n{log[-8000:]}")
 
 
