@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -75,6 +76,27 @@ def test_dry_run_takes_its_options_before_or_after_the_recipe(argv: list[str]) -
     args = parse_args(argv)
     assert (args.recipe, args.nodes, args.node_kind) == ("serve_model.py", 2, "A3")
     assert args.recipe_args == ["RUN", "--list"]
+
+
+_STOPPED_BY_SIGTERM = """
+import contextlib, os, signal
+from ray_serve_npu.fake_npu.dry_run import stop_cleanly_on_sigterm
+
+stop_cleanly_on_sigterm()
+with contextlib.ExitStack() as tier:
+    tier.callback(lambda: print("stopped the fake tier", flush=True))
+    os.kill(os.getpid(), signal.SIGTERM)
+    signal.pause()
+"""
+
+
+def test_sigterm_stops_the_dry_run_through_its_with_blocks() -> None:
+    # The blocks that stop the fake cluster run, and the exit code says SIGTERM.
+    done = subprocess.run(
+        [sys.executable, "-c", _STOPPED_BY_SIGTERM], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "stopped the fake tier\n", done.stderr
+    assert done.returncode == 128 + signal.SIGTERM
 
 
 def test_dry_run_refuses_what_it_cannot_run(

@@ -275,6 +275,17 @@ def _wait_for_stop() -> None:
         pass
 
 
+def stop_cleanly_on_sigterm() -> None:
+    """Make SIGTERM (a CI job's timeout, ``kill``) end the command as Ctrl+C does: through
+    its ``with`` blocks, which stop the fake cluster and the recipe's processes. Python's
+    default would end the process at once and leave them running."""
+
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command's arguments; options may come after the recipe, before ``--``:
     ``dry-run serve_model.py --nodes 2 -- RUN`` as well as ``dry-run --nodes 2 ...``."""
@@ -296,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ERROR_PREFIX}--nodes must be 1 or more", file=sys.stderr)
         return 2
     nodes = [FakeNode(node_kind=NODE_KINDS[args.node_kind])] * args.nodes
+    stop_cleanly_on_sigterm()
     try:
         _serve_and_ask(args, recipe, command, nodes)
     except ServerNotReady as failure:
