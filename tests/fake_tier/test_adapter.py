@@ -114,6 +114,14 @@ def test_fake_tier_env_turns_on_the_fake_platform() -> None:
     assert "ASCEND_RT_VISIBLE_DEVICES" not in env
 
 
+def test_fake_tier_drops_the_ci_s_download_source_and_keeps_other_variables() -> None:
+    # The Gemma 4 configs set it; vLLM then imports modelscope, which the tier lacks.
+    env, changes = adapt_env({"VLLM_USE_MODELSCOPE": "true", "VLLM_LOGGING_LEVEL": "DEBUG"})
+    assert "VLLM_USE_MODELSCOPE" not in env and env["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    (dropped,) = [c for c in changes if c.key == "env VLLM_USE_MODELSCOPE"]
+    assert dropped.after == DROPPED and "modelscope" in dropped.why
+
+
 def test_fake_tier_keeps_data_parallel_on_the_moe_model() -> None:
     import runpy
 

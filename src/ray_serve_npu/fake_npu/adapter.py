@@ -159,6 +159,16 @@ ASCEND_ENV_PREFIXES = (
     "OMP_",
 )
 
+#: Environment variables the fake tier drops, each with its reason.
+DROPPED_ENV: dict[str, str] = {
+    # vllm/transformers_utils/__init__.py imports modelscope when it is set, and
+    # weight_utils.py downloads from ModelScope only a model that isn't on disk (vLLM 0.25.1).
+    "VLLM_USE_MODELSCOPE": (
+        "where the CI downloads weights from, ModelScope's hub; the tiny model is on disk, "
+        "and vLLM would import modelscope for it, which the CPU engine's environment lacks"
+    ),
+}
+
 #: Environment the fake engine needs, and why.
 FAKE_ENV: dict[str, tuple[str, str]] = {
     FAKE_PLATFORM_ENV_VAR: ("1", "vLLM's CPU engine asks Ray for NPUs, as vLLM-Ascend does"),
@@ -185,6 +195,8 @@ ABSENT = "<unset>"
 
 
 def _env_change(name: str, value: str) -> Change | None:
+    if name in DROPPED_ENV:
+        return Change(key=f"env {name}", before=value, after=DROPPED, why=DROPPED_ENV[name])
     if name.startswith(ASCEND_ENV_PREFIXES):
         why = (
             "the image's jemalloc is not on this machine"
