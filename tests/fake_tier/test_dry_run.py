@@ -158,15 +158,18 @@ def test_the_last_error_of_a_server_log_is_its_last_exception_line() -> None:
         [
             "INFO starting",
             "(ServeReplica:default:LLMServer pid=41) ValueError: first problem",
+            "(ServeReplica:default:LLMServer pid=41) KeyError: 'bundles_to_node_id'",
+            "(pid=41) RuntimeError: Engine core initialization failed. See root cause above.",
             "Traceback (most recent call last):",
             '  File "serve_npu.py", line 3, in <module>',
             "ray.serve.exceptions.RayServeException: Deploying application default failed",
             "INFO shutting down",
         ]
     )
-    assert last_error(log) == (
-        "ray.serve.exceptions.RayServeException: Deploying application default failed"
-    )
+    # Serve's and vLLM's reports of an earlier failure give way to its cause.
+    assert last_error(log) == "KeyError: 'bundles_to_node_id'"
+    only_reports = "RuntimeError: Deploying application default failed: Failed to update"
+    assert last_error(f"INFO x\n{only_reports}") == only_reports
     assert last_error("INFO all is well\nWARNING but slow") is None
 
 

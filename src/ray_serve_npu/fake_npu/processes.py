@@ -116,13 +116,24 @@ _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _AFTERMATH = ("(raylet", "(autoscaler", "(monitor")
 
 
+#: Exceptions that only report an earlier one: Serve's failed deployment, vLLM's failed
+#: engine start ("See root cause above"), Ray's actor that died of its creation task.
+_WRAPPERS = (
+    "Deploying application",
+    "Engine core initialization failed",
+    "The actor died because of an error raised in its creation task",
+)
+
+
 def last_error(log: str) -> str | None:
     """The last exception a server's log reports (its type and message), or None.
 
     Ray's own daemons and the exceptions Python ignores at shutdown (``Exception
-    ignored in ...``) come after the failure, not before it, so they don't count.
+    ignored in ...``) come after the failure, not before it, so they don't count. An
+    exception that only reports an earlier one (:data:`_WRAPPERS`) counts only where the
+    log has no other.
     """
-    found = None
+    found = wrapper = None
     ignoring = False
     for raw in log.splitlines():
         line = _RAY_REPEATED.sub("", _RAY_COLOUR.sub("", raw)).rstrip()
@@ -134,9 +145,11 @@ def last_error(log: str) -> str | None:
             continue
         if ignoring:
             ignoring = False
+        elif any(words in match.group(1) for words in _WRAPPERS):
+            wrapper = match.group(1)
         else:
             found = match.group(1)
-    return found
+    return found or wrapper
 
 
 class ServerNotReady(RuntimeError):
