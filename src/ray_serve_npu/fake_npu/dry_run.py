@@ -221,9 +221,11 @@ def ask(
         urllib.error.URLError,
     ) as failure:
         reason = failure.reason if isinstance(failure, urllib.error.URLError) else failure
+        # Only a wait that ran out took the whole timeout; a dropped connection is quick.
+        waited = f" within {timeout_s:g} s" if isinstance(reason, TimeoutError) else ""
         raise ServerNotReady(
             f"it answered at {base_url}, but its check request got no answer "
-            f"({reason or type(failure).__name__}) within {timeout_s:g} s",
+            f"({reason or type(failure).__name__}){waited}",
             logs(),
         ) from None
 
