@@ -15,7 +15,14 @@ and never from memory:
 - ``ascend_compilation_config`` takes the keyword parameters of
   ``AscendCompilationConfig.__init__`` and the ``kwargs.get("key")`` it reads;
 - from v0.25.1rc1, ``scheduler_config`` takes the keys that
-  ``_get_config_value(scheduler_config, additional_config, "key", ...)`` reads.
+  ``_get_config_value(scheduler_config, additional_config, "key", ...)`` reads;
+- from v0.27.1rc1, where ``AscendConfig``, ``AscendCompilationConfig`` and
+  ``SchedulerConfig`` are pydantic dataclasses (``@config``, ``extra="forbid"``) with no
+  ``__init__`` of their own, each takes its fields: the names the class body annotates,
+  less ``ClassVar`` ones, ``model_config``, private ones (``_name``) and
+  ``dataclasses.field(init=False)``. AscendConfig's fields are top-level keys, cited at
+  their lines; ``SchedulerConfig.from_additional_config`` reads each deprecated top-level
+  scheduler key through ``_resolve("key", ...)``.
 
 Print the two lists as YAML, ready for the rules file, or compare them with it:
 
@@ -92,6 +99,66 @@ def reads(tree: ast.AST) -> list[tuple[str, int]]:
     return found
 
 
+def _class(tree: ast.AST, name: str) -> ast.ClassDef | None:
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def _has_init(cls: ast.ClassDef) -> bool:
+    return any(isinstance(i, ast.FunctionDef) and i.name == "__init__" for i in cls.body)
+
+
+def dataclass_fields(cls: ast.ClassDef) -> list[tuple[str, int]]:
+    """(name, line) of each field a pydantic ``@config`` dataclass takes as a keyword,
+    from v0.27.1rc1: its annotated names, less ``ClassVar`` ones, ``model_config``,
+    private ones and ``dataclasses.field(init=False)``."""
+    fields = []
+    for item in cls.body:
+        if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+            continue
+        name = item.target.id
+        if (
+            name.startswith("_")
+            or name == "model_config"
+            or "ClassVar" in ast.unparse(item.annotation)
+        ):
+            continue
+        value = item.value
+        if (
+            isinstance(value, ast.Call)
+            and ast.unparse(value.func) in ("dataclasses.field", "field")
+            and any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in value.keywords
+            )
+        ):
+            continue
+        fields.append((name, item.lineno))
+    return fields
+
+
+def config_class_reads(tree: ast.AST) -> list[tuple[str, int]]:
+    """(key, line) of each top-level key that ``AscendConfig`` takes as a pydantic field,
+    and each deprecated top-level scheduler key that
+    ``SchedulerConfig.from_additional_config`` reads through ``_resolve("key", ...)``,
+    from v0.27.1rc1; none where AscendConfig has an ``__init__`` of its own."""
+    ascend = _class(tree, "AscendConfig")
+    if ascend is None or _has_init(ascend):
+        return []
+    found = dataclass_fields(ascend)
+    scheduler = _class(tree, "SchedulerConfig")
+    for item in scheduler.body if scheduler is not None else []:
+        if isinstance(item, ast.FunctionDef) and item.name == "from_additional_config":
+            found += [
+                (key, call.lineno)
+                for call in ast.walk(item)
+                if isinstance(call, ast.Call)
+                and getattr(call.func, "id", None) == "_resolve"
+                and call.args
+                and (key := _text(call.args[0])) is not None
+            ]
+    return found
+
+
 def nested_sub_keys(tree: ast.AST) -> dict[str, list[str]]:
     """Keys read from a nested mapping before the top level, from v0.25.1rc1:
     ``_get_config_value(scheduler_config, additional_config, "key", ...)`` reads
@@ -106,6 +173,10 @@ def nested_sub_keys(tree: ast.AST) -> dict[str, list[str]]:
         if name == "_get_config_value" and isinstance(parent, ast.Name) and _is_config(config):
             if key is not None and not _is_config(parent):
                 nested.setdefault(parent.id, []).append((node.lineno, key))
+    scheduler = _class(tree, "SchedulerConfig")
+    if scheduler is not None and not _has_init(scheduler) and not nested:
+        # From v0.27.1rc1: a pydantic dataclass, which takes its fields.
+        return {"scheduler_config": [name for name, _ in dataclass_fields(scheduler)]}
     return {parent: [key for _, key in sorted(keys)] for parent, keys in nested.items()}
 
 
@@ -114,6 +185,9 @@ def compilation_sub_keys(tree: ast.AST) -> list[str]:
     ``kwargs.get("key")`` it reads, in source order."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "AscendCompilationConfig":
+            if not _has_init(node):
+                # From v0.27.1rc1: a pydantic dataclass, which takes its fields.
+                return [name for name, _ in dataclass_fields(node)]
             init = next(
                 item
                 for item in node.body
@@ -193,7 +267,8 @@ def known_keys(source: Source) -> tuple[dict[str, str], dict[str, list[str]]]:
     sub_keys: dict[str, list[str]] = {}
     for path in paths:
         tree = ast.parse(source.read(path), filename=path)
-        for key, line in sorted(reads(tree), key=lambda item: item[1]):
+        found = reads(tree) + (config_class_reads(tree) if path == CONFIG_FILE else [])
+        for key, line in sorted(found, key=lambda item: item[1]):
             cited.setdefault(key, f"{path}:{line}")
         if path == CONFIG_FILE:
             sub_keys = {"ascend_compilation_config": compilation_sub_keys(tree)}

@@ -57,6 +57,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "external": "Each data-parallel rank is a `vllm serve` of its own, behind the CI's proxy.",
         "nodes_differ": "Its nodes set {settings} each their own way; one `LLMConfig` sets "
         "every rank alike.",
+        "not_served": "vLLM-Ascend's CI runs it only on hardware this project does not "
+        "serve (schedule section `{sections}`).",
     },
     "zh_CN": {
         "model": "模型（运行）",
@@ -84,6 +86,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "external": "每个数据并行 rank 各为一个 `vllm serve`，位于 CI 的代理之后。",
         "nodes_differ": "各节点对 {settings} 的设置各不相同；一个 `LLMConfig` 对每个 rank "
         "的设置都相同。",
+        "not_served": "vLLM-Ascend 的 CI 只在本项目不支持的硬件上运行它（计划中的 "
+        "`{sections}` 部分）。",
     },
 }
 
@@ -173,6 +177,8 @@ def nightly_table(
 
 
 def _why(config: SetAside, words: dict[str, str]) -> str:
+    if config.layout == "not_served":
+        return words["not_served"].format(sections="`, `".join(config.not_served_on))
     if config.layout == "nodes_differ":
         return words["nodes_differ"].format(settings=", ".join(f"`{k}`" for k in config.differ))
     why = words["prefill_decode"].format(connector=config.connector)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ray_serve_npu.releases.loader import release
-from ray_serve_npu.releases.nightly import ServeRun, SetAside
+from ray_serve_npu.releases.nightly import ServeRun, SetAside, not_served_because
 from ray_serve_npu.releases.runs import serve_runs, set_aside
 from ray_serve_npu.vllm_cli import SHELL_EXPANSION
 from ray_serve_npu.vllm_flags import stored_flags
@@ -87,7 +87,13 @@ def run_key(run: ServeRun) -> str:
 
 
 def not_built_because(config: SetAside) -> str:
-    """Why no recipe is built from a multi-node config that is not one engine."""
+    """Why no recipe is built from a config that is set aside: a multi-node config that
+    is not one engine, or one the CI runs only on hardware this project does not serve."""
+    if config.layout == "not_served":
+        return (
+            "vLLM-Ascend's CI schedule runs it only in its section "
+            f"{not_served_because(config.not_served_on)}"
+        )
     if config.layout == "prefill_decode":
         each_rank = (
             ", each data-parallel rank a `vllm serve` of its own behind the CI's proxy"

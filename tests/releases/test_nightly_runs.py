@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_serve_npu import hardware
+from ray_serve_npu import hardware, model_recipes
 from ray_serve_npu.check.rules import available_releases
 from ray_serve_npu.releases import RELEASES, nightly
 from ray_serve_npu.releases.nightly import (
@@ -41,12 +41,12 @@ def test_each_run_is_read_with_its_source_line(tag: str) -> None:
             assert shlex.split(text[run.line]) == ["vllm", "serve", run.model], run.path
     assert sum(run.nodes > 1 for run in runs) >= 7
     for config in set_aside_configs(tag):
-        assert (
-            stored_path(tag, config.path)
-            .read_text()
-            .splitlines()[config.line - 1]
-            .startswith("test_name:")
-        )
+        line = stored_path(tag, config.path).read_text().splitlines()[config.line - 1]
+        if config.path.startswith(nightly.UPSTREAM_DIR):
+            # A single-node config set aside is cited at its case.
+            assert config.layout == "not_served" and line.lstrip().startswith("- name:")
+        else:
+            assert line.startswith("test_name:"), (config.path, config.line)
 
 
 def test_the_deepseek_v4_flash_run_is_the_tutorials_a3_run() -> None:
@@ -75,8 +75,10 @@ def test_a_node_kind_is_read_from_the_file_or_the_case_name() -> None:
 
 
 def test_a_release_without_stored_runs_says_which_have_them() -> None:
-    with pytest.raises(LookupError, match="no nightly CI configs are stored for v0.27.1rc1"):
-        nightly_runs("v0.27.1rc1")
+    # Every release with rules has its runs stored: a tag of no data at all has none.
+    with pytest.raises(LookupError, match="no nightly CI configs are stored for v0.24.0rc1") as e:
+        nightly_runs("v0.24.0rc1")
+    assert all(tag in str(e.value) for tag in available_releases())
 
 
 @pytest.mark.parametrize("tag", sorted(available_releases()))
@@ -176,6 +178,80 @@ def test_an_external_config_the_reader_cannot_lay_out_is_refused_naming_the_file
     _plant(tmp_path, monkeypatch, nightly.EXTERNAL_DP_DIR, text)
     with pytest.raises(ValueError, match=r"external_dp/config/Planted.yaml:5: an external"):
         nightly._read.__wrapped__("v0.25.1rc1")
+
+
+_ONE_CASE = """\
+test_cases:
+  - name: "{name}"
+    model: "org/Model"
+    envs:
+      SERVER_PORT: "DEFAULT_PORT"
+    server_cmd: ["--port", "$SERVER_PORT", "--tensor-parallel-size", "2"]
+"""
+
+_SCHEDULE = """\
+a2:
+  single_node:
+    test_config:
+      - name: both
+        os: linux-aarch64-a2b3-4
+        config_file_path: Both.yaml
+310p:
+  single_node:
+    test_config:
+      - name: cards
+        os: linux-aarch64-310p-4
+        config_file_path: Cards.yaml
+      - name: both
+        os: linux-aarch64-310p-4
+        config_file_path: Both.yaml
+a5:
+  multi_node:
+    test_config:
+      - name: planted
+        size: 2
+        config_file_path: Planted.yaml
+"""
+
+
+@pytest.fixture
+def fresh_schedules():
+    """The schedule readers' caches emptied around a test that plants a schedule."""
+    nightly.schedule.cache_clear()
+    nightly.not_served_schedule.cache_clear()
+    yield
+    nightly.schedule.cache_clear()
+    nightly.not_served_schedule.cache_clear()
+
+
+def test_a_config_scheduled_only_on_hardware_not_served_is_set_aside_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_schedules: None
+) -> None:
+    """From v0.27.1rc1 the single-node configs hold 310P ones, and the schedule has an
+    a5 section: a config only those run is listed with the section, never read as a run
+    of a node kind this project serves, nor dropped."""
+    _plant(tmp_path, monkeypatch, nightly.INTERNAL_DP_DIR, _TWO_NODES.format(second_len=4096))
+    folder = tmp_path / "v0.25.1rc1"
+    (folder / "Cards.yaml").write_text(_ONE_CASE.format(name="cards-case"))
+    (folder / "Both.yaml").write_text(_ONE_CASE.format(name="both-case"))
+    (folder / SCHEDULE_FILE).parent.mkdir()
+    (folder / SCHEDULE_FILE).write_text(_SCHEDULE)
+    runs, set_aside = nightly._read.__wrapped__("v0.25.1rc1")
+    # A config the schedule also runs on a served node kind stays a run of it.
+    (run,) = runs
+    assert (run.name, run.node_kinds) == ("both-case", ("A2",))
+    by_name = {config.name: config for config in set_aside}
+    assert set(by_name) == {"Cards", "Planted"}
+    cards, planted = by_name["Cards"], by_name["Planted"]
+    assert (cards.layout, cards.not_served_on, cards.nodes, cards.line) == (
+        "not_served",
+        ("310p",),
+        1,
+        2,
+    )
+    assert (planted.layout, planted.not_served_on, planted.nodes) == ("not_served", ("a5",), 2)
+    assert "Atlas 950DT" in model_recipes.not_built_because(planted)
+    assert "Atlas 300I Duo" in model_recipes.not_built_because(cards)
 
 
 def test_the_folders_readme_counts_each_releases_single_node_files() -> None:

@@ -8,8 +8,10 @@ a run: a model, its environment and the words after ``vllm serve MODEL``, which 
 module reads as that release's vLLM reads them (:mod:`ray_serve_npu.vllm_flags`), with
 the file and line it comes from. A multi-node config of one engine whose data-parallel
 ranks span its nodes is a run too, read from its first node's command. The other
-multi-node configs (prefill/decode separation, external data parallelism) are set
-aside, each with what it runs, so that a reader sees them listed, not dropped.
+multi-node configs (prefill/decode separation, external data parallelism), and the
+configs the release's CI schedule runs only on hardware this project does not serve
+(Atlas 300I Duo cards, Atlas 950DT nodes), are set aside, each with what it runs, so
+that a reader sees them listed, not dropped.
 """
 
 from __future__ import annotations
@@ -51,7 +53,14 @@ SCHEDULE_FILE = Path("schedule") / "nightly_config.yaml"
 #: runs the -a3 images (the schedule's own header says so).
 _SCHEDULE_NODE_KINDS = {"a2": "A2", "a3": "A3", "a3-560t": "A3"}
 #: Sections of the schedule that name no node kind this project serves, and why.
-_SCHEDULE_NOT_SERVED = {"310p": "Atlas 300I Duo inference cards, which this project does not serve"}
+_SCHEDULE_NOT_SERVED = {
+    "310p": "Atlas 300I Duo inference cards, which this project does not serve",
+    # From v0.27.1rc1: the schedule's a5 section runs on linux-aarch64-a5-* runners with
+    # the -a5 images (.github/workflows/schedule_nightly_test_a5.yaml), which the release
+    # data gives Atlas 950DT.
+    "a5": "Atlas 950DT (A5) nodes, which this project does not serve (ray_serve_npu.hardware "
+    "knows A2 and A3 only)",
+}
 #: A node kind's sections whose configs run on one node, and those whose configs run on
 #: several (each entry's ``size``); the others list accuracy groups.
 _ONE_NODE_SECTIONS = ("single_node", "multi_card")
@@ -177,12 +186,17 @@ class SetAside(BaseModel):
     nodes: int | None
     #: ``prefill_decode``: prefill and decode engines joined by a KV-cache connector
     #: (``connector`` names it); ``nodes_differ``: one engine whose nodes set the
-    #: settings ``differ`` names each their own way.
-    layout: Literal["prefill_decode", "nodes_differ"]
+    #: settings ``differ`` names each their own way; ``not_served``: a config the
+    #: release's schedule runs only on hardware this project does not serve
+    #: (``not_served_on`` names the schedule's sections).
+    layout: Literal["prefill_decode", "nodes_differ", "not_served"]
     #: One ``vllm serve`` per data-parallel rank behind the CI's proxy (``external_dp``).
     external: bool = False
     connector: str | None = None
     differ: tuple[str, ...] = ()
+    #: The schedule's sections that run a ``not_served`` config (``310p``, ``a5``);
+    #: :func:`not_served_because` says what hardware each names.
+    not_served_on: tuple[str, ...] = ()
 
 
 #: A variable the CI fills in a command from the node's environment: ``$NAME`` or
@@ -215,17 +229,44 @@ def _load(path: Path) -> tuple[Any, dict[str, yaml.Node]]:
     return yaml.load(text, Loader=_SAFE_LOADER), _mapping(yaml.compose(text, Loader=_SAFE_LOADER))
 
 
+def _schedule_sections(tag: str) -> list[tuple[yaml.Node, yaml.Node]]:
+    """The schedule's sections, each its key and body; none where the release keeps no
+    schedule."""
+    path = NIGHTLY_DIR / tag / SCHEDULE_FILE
+    if not path.is_file():
+        return []
+    return yaml.compose(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER).value
+
+
+@cache
+def not_served_schedule(tag: str) -> dict[tuple[str, bool], tuple[str, ...]]:
+    """The sections of the release's schedule that name hardware this project does not
+    serve (``310p``, ``a5``), by the file name of each config they run and whether they
+    run it on several nodes."""
+    found: dict[tuple[str, bool], list[str]] = {}
+    for section_key, sections in _schedule_sections(tag):
+        if section_key.value not in _SCHEDULE_NOT_SERVED:
+            continue
+        for kind_key, body in sections.value:
+            if kind_key.value not in (*_ONE_NODE_SECTIONS, *_MULTI_NODE_SECTIONS):
+                continue
+            for entry in _mapping(body)["test_config"].value:
+                fields = {k.value: v.value for k, v in entry.value}
+                if "config_file_path" in fields:
+                    key = (fields["config_file_path"], kind_key.value in _MULTI_NODE_SECTIONS)
+                    found.setdefault(key, []).append(section_key.value)
+    return {name: tuple(dict.fromkeys(sections)) for name, sections in found.items()}
+
+
 @cache
 def schedule(tag: str) -> dict[str, tuple[Scheduled, ...]]:
     """Where the release's nightly CI runs each config, by the config's file name, on one
     node or several; empty where the release keeps no schedule (before v0.23.0 it had
-    none)."""
+    none). Sections of hardware this project does not serve are left out here and listed
+    by :func:`not_served_schedule`."""
     path = NIGHTLY_DIR / tag / SCHEDULE_FILE
-    if not path.is_file():
-        return {}
-    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     found: dict[str, list[Scheduled]] = {}
-    for section_key, sections in root.value:
+    for section_key, sections in _schedule_sections(tag):
         section = section_key.value
         if section in _SCHEDULE_NOT_SERVED:
             continue
@@ -269,6 +310,19 @@ def _scheduled(tag: str, file_name: str, nodes: int) -> tuple[Scheduled, ...]:
     """The schedule's entries for a config of ``nodes`` nodes: a single-node and a
     multi-node config may share a file name."""
     return tuple(e for e in schedule(tag).get(file_name, ()) if (e.nodes > 1) == (nodes > 1))
+
+
+def _not_served(tag: str, file_name: str, nodes: int) -> tuple[str, ...]:
+    """The schedule's sections of hardware this project does not serve that run a config,
+    where the schedule runs it on no node kind this project serves; else empty."""
+    sections = not_served_schedule(tag).get((file_name, nodes > 1), ())
+    return () if _scheduled(tag, file_name, nodes) else sections
+
+
+def not_served_because(sections: tuple[str, ...]) -> str:
+    """What hardware the schedule's ``sections`` name, and why this project serves none
+    of it."""
+    return "; ".join(f"{section}: {_SCHEDULE_NOT_SERVED[section]}" for section in sections)
 
 
 def read_run(
@@ -332,20 +386,36 @@ def _ci_run(
     )
 
 
-def _single_node_runs(tag: str, folder: Path) -> list[ServeRun]:
-    runs = []
+def _single_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAside]]:
+    """The runs of the single-node configs, and the cases of those the schedule runs
+    only on hardware this project does not serve, set aside."""
+    runs, set_aside = [], []
     for path in sorted(folder.glob("*.yaml")):
         config, root = _load(path)
+        upstream = f"{UPSTREAM_DIR}/{path.name}"
+        not_served = _not_served(tag, path.name, 1)
         for case, node in zip(config["test_cases"], root["test_cases"].value, strict=True):
-            if case.get("service_mode", "openai") == "openai":
-                line = node.start_mark.line + 1
-                upstream = f"{UPSTREAM_DIR}/{path.name}"
-                runs.append(
-                    _ci_run(
-                        tag, upstream, line, case["name"], case["model"], case["envs"], _argv(case)
+            if case.get("service_mode", "openai") != "openai":
+                continue
+            line = node.start_mark.line + 1
+            if not_served:
+                set_aside.append(
+                    SetAside(
+                        release=tag,
+                        path=upstream,
+                        line=line,
+                        name=path.stem,
+                        model=case["model"],
+                        nodes=1,
+                        layout="not_served",
+                        not_served_on=not_served,
                     )
                 )
-    return runs
+                continue
+            runs.append(
+                _ci_run(tag, upstream, line, case["name"], case["model"], case["envs"], _argv(case))
+            )
+    return runs, set_aside
 
 
 def _node_words(deployment: dict[str, Any], where: str) -> tuple[dict[str, str], list[str]]:
@@ -404,6 +474,13 @@ def _multi_node_runs(tag: str, folder: Path) -> tuple[list[ServeRun], list[SetAs
             (*_node_words(d, where := f"{upstream}:{n.start_mark.line + 1}"), where)
             for d, n in zip(config["deployment"], entries, strict=True)
         ]
+        if not_served := _not_served(tag, path.name, len(nodes)):
+            set_aside.append(
+                _set_aside(
+                    tag, upstream, config, root, "not_served", nodes[0][1], not_served_on=not_served
+                )
+            )
+            continue
         if (config.get("disaggregated_prefill") or {}).get("enabled"):
             set_aside.append(_set_aside(tag, upstream, config, root, "prefill_decode", nodes[0][1]))
             continue
@@ -455,11 +532,12 @@ def _set_aside(
     upstream: str,
     config: dict[str, Any],
     root: dict[str, yaml.Node],
-    layout: Literal["prefill_decode", "nodes_differ"],
+    layout: Literal["prefill_decode", "nodes_differ", "not_served"],
     first_node_words: list[str],
     *,
     external: bool = False,
     differ: tuple[str, ...] = (),
+    not_served_on: tuple[str, ...] = (),
 ) -> SetAside:
     return SetAside(
         release=tag,
@@ -472,6 +550,7 @@ def _set_aside(
         external=external,
         connector=kv_connector(tag, first_node_words),
         differ=differ,
+        not_served_on=not_served_on,
     )
 
 
@@ -494,8 +573,9 @@ def _folder(tag: str) -> Path:
 @cache
 def _read(tag: str) -> tuple[tuple[ServeRun, ...], tuple[SetAside, ...]]:
     folder = _folder(tag)
-    multi_node, set_aside = _multi_node_runs(tag, folder)
-    return (*_single_node_runs(tag, folder), *multi_node), tuple(set_aside)
+    single_node, single_set_aside = _single_node_runs(tag, folder)
+    multi_node, multi_set_aside = _multi_node_runs(tag, folder)
+    return (*single_node, *multi_node), (*single_set_aside, *multi_set_aside)
 
 
 def nightly_runs(tag: str) -> tuple[ServeRun, ...]:
@@ -505,5 +585,7 @@ def nightly_runs(tag: str) -> tuple[ServeRun, ...]:
 
 
 def set_aside_configs(tag: str) -> tuple[SetAside, ...]:
-    """The release's multi-node configs that are not one engine, with what each runs."""
+    """The release's configs that are no run this project serves, with what each runs: the
+    multi-node configs that are not one engine, and the configs (or cases) the schedule
+    runs only on hardware this project does not serve."""
     return _read(tag)[1]

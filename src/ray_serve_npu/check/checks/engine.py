@@ -38,18 +38,27 @@ def check_additional_config_keys(rule: Rule, parsed: ParsedFile, rules: RuleSet)
     known: dict[str, str] = rule.params["known_keys"]
     sub_keys: dict[str, list[str]] = rule.params["known_sub_keys"]
     cutoff: float = rule.params["misspelling_cutoff"]
+    # What the release does with a key it does not take: up to v0.26.0rc1 it drops it
+    # without a word; from v0.27.1rc1 AscendConfig refuses it at start-up.
+    refused = rule.params["unknown_keys"] == "refused"
+    effect = (
+        "AscendConfig refuses unknown keys at start-up"
+        if refused
+        else "vLLM-Ascend ignores unknown keys silently"
+    )
     findings = []
 
     def judge(dep: Deployment, path: str, key: str, choices: list[str]) -> None:
         close = difflib.get_close_matches(key, choices, n=1, cutoff=cutoff)
         where = f"`additional_config.{path}`"
         if close:
+            done = "AscendConfig refuses it at start-up" if refused else "it is ignored silently"
             findings.append(
                 finding(
                     rule,
                     dep,
                     dep.line_of(f"additional_config.{path}"),
-                    f"{where} is not a key {rules.release} reads; it is ignored silently",
+                    f"{where} is not a key {rules.release} reads; {done}",
                     f"did you mean `{close[0]}`? " + rule.fix,
                     Severity(rule.params["misspelling_severity"]),
                 )
@@ -61,7 +70,7 @@ def check_additional_config_keys(rule: Rule, parsed: ParsedFile, rules: RuleSet)
                     dep,
                     dep.line_of(f"additional_config.{path}"),
                     f"{where} is not among the keys this rule file knows for {rules.release}; "
-                    "vLLM-Ascend ignores unknown keys silently",
+                    f"{effect}",
                     rule.fix + " If it is a real key, add it to known_keys with its source.",
                 )
             )
