@@ -54,6 +54,11 @@ ENVS_LEFT_OUT: dict[str, str] = {
     # (Ray 2.57.1).
     "ASCEND_RT_VISIBLE_DEVICES": "Ray gives each engine worker its NPUs and sets the "
     "variable for it",
+    # vllm/utils/system_utils.py, _maybe_force_spawn (vLLM 0.25.1, lines 126-141): it
+    # returns at once where the variable is spawn, before it passes RAY_ADDRESS on.
+    "VLLM_WORKER_MULTIPROC_METHOD": "in a Ray actor vLLM starts its engine with spawn anyway "
+    "and hands it the actor's Ray address; set to spawn, vLLM skips the address, and the "
+    "engine looks for a Ray cluster in Ray's default temporary directory instead",
 }
 #: A variable name a process can read from its environment.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -67,6 +67,17 @@ def test_what_serve_does_itself_is_left_out_with_why() -> None:
     assert "api_server_count" not in recipe.llm_config["engine_kwargs"]
 
 
+def test_the_ci_s_multiprocessing_method_is_left_out_for_the_ray_address_vllm_passes_on() -> None:
+    # Set to spawn, vLLM's engine core started without the replica's Ray address: on the
+    # fake tier it started a Ray of its own and failed with KeyError: 'bundles_to_node_id'.
+    (run,) = [r for r in nightly_runs(SERVE_LLM_RELEASE.tag) if r.name == "Qwen3-32B-QuaRot"]
+    assert run.envs["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
+    recipe = recipe_for(run, "/w")
+    assert "VLLM_WORKER_MULTIPROC_METHOD" not in recipe.llm_config["runtime_env"]["env_vars"]
+    dropped = {d.name: d.why for d in recipe.dropped}
+    assert "Ray address" in dropped["VLLM_WORKER_MULTIPROC_METHOD"]
+
+
 def test_a_variable_no_process_can_read_is_left_out() -> None:
     # An upstream config spells `VLLM-ASCEND_ENABLE_NZ`: no program reads such a name.
     (run,) = [run for run in RUNS if "VLLM-ASCEND_ENABLE_NZ" in run.envs][:1]
