@@ -117,11 +117,13 @@ _AFTERMATH = ("(raylet", "(autoscaler", "(monitor")
 
 
 #: Exceptions that only report an earlier one: Serve's failed deployment, vLLM's failed
-#: engine start ("See root cause above"), Ray's actor that died of its creation task.
+#: engine start ("See root cause above"), Ray's actor that died of its creation task,
+#: and Serve's controller raising a replica's traceback as its message.
 _WRAPPERS = (
     "Deploying application",
     "Engine core initialization failed",
     "The actor died because of an error raised in its creation task",
+    "Error: Traceback (most recent call last):",
 )
 
 
