@@ -27,6 +27,8 @@ MODELS = {
     "Qwen3 dense": "Qwen3-32B-W8A8-single-a2",
     "Qwen3 MoE": "Qwen3-235B-A22B-W8A8-full_graph",
     "GLM-5.1": "GLM-5.1-W8A8-PrefillMC2",
+    "GLM-5.2": "GLM-5.2-W8A8-DSpark",
+    "Kimi-K2.6": "Kimi-K2.6",
     "Kimi-K2.5": "Kimi-K2.5-W4A8-Case",
     "MiniMax-M2.5": "MiniMax-M2.5-w8a8-A2",
     # From its tutorial: the pinned release's CI doesn't serve it.
