@@ -89,8 +89,8 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
         "the tiny model's context"
     ),
     "reasoning_parser": (
-        "the tiny model's tokenizer has no DeepSeek thinking tokens, so the parser files the "
-        "whole answer under `reasoning` and leaves `content` empty"
+        "the tiny model's tokenizer has none of the model's thinking tokens: DeepSeek-V4's "
+        "parser filed the whole answer under `reasoning` and left `content` empty"
     ),
     "safetensors_load_strategy": (
         "how the real checkpoint's files are read; the tiny model loads in a moment, and "
