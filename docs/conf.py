@@ -50,6 +50,8 @@ extensions = [
     "release_matrix",
     "nightly_runs",
     "model_architectures",
+    "model_settings",
+    "model_dry_run_table",
     "table_words",
     "node_kinds",
     "bench_readings",

@@ -18,6 +18,7 @@ from docutils import nodes
 from editions import code_cell, edition_texts, table_frame
 from nightly_runs import source_link
 from ray_serve_npu_tooling.cpu_architectures import CPU_ARCHITECTURES_FILE
+from ray_serve_npu_tooling.model_dry_runs import MODEL_DRY_RUNS_FILE, committed_dry_runs
 from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
@@ -37,6 +38,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "stand_in": "a tiny random `{family}` model stands in; `{run}` is served on it",
         "stand_in_unserved": "a tiny random `{family}` model stands in, which vLLM {vllm}'s "
         "CPU build served in the probe; the suite serves no run of this family on it",
+        "stand_in_dry_run": "a tiny random `{family}` model stands in; the suite serves no "
+        "run of this family on it, but `{run}` answered on it in the dry-run of {date} below",
         "build": "no tiny model: transformers {transformers} did not build a tiny "
         "`{architecture}`: `{error}`",
         "config": "no tiny model: vLLM {vllm} did not read the config of a tiny "
@@ -52,6 +55,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "stand_in": "由一个微型随机 `{family}` 模型代替；`{run}` 在其上运行服务",
         "stand_in_unserved": "由一个微型随机 `{family}` 模型代替，vLLM {vllm} 的 CPU 版本"
         "在探测中部署过它；测试套件不在其上部署本系列的任何运行",
+        "stand_in_dry_run": "由一个微型随机 `{family}` 模型代替；测试套件不在其上部署本系列的"
+        "任何运行，但在下文 {date} 的试运行中，`{run}` 在其上回答了请求",
         "build": "没有微型模型：transformers {transformers} 未能构建微型 `{architecture}`："
         "`{error}`",
         "config": "没有微型模型：vLLM {vllm} 未能读取 transformers {transformers} "
@@ -68,14 +73,21 @@ def cpu_probe(docs_dir: Path) -> dict[str, Any]:
 
 
 def fake_tier_cell(
-    architecture: str, served_run: str | None, words: dict[str, str], probe: dict[str, Any]
+    architecture: str,
+    served_run: str | None,
+    words: dict[str, str],
+    probe: dict[str, Any],
+    dry_run: tuple[str, str] | None = None,
 ) -> str:
     """What the fake-NPU tier does with a family of ``architecture``; ``probe`` is the CPU
-    build's (:func:`cpu_probe`)."""
+    build's (:func:`cpu_probe`), ``dry_run`` a run of the family that answered in the
+    dry-run of every model, and its date."""
     if architecture in STAND_IN_SPECS:
         family = STAND_IN_SPECS[architecture].family
         if served_run:
             return words["stand_in"].format(family=family, run=served_run)
+        if dry_run:
+            return words["stand_in_dry_run"].format(family=family, run=dry_run[0], date=dry_run[1])
         probed = [r for r in probe["stand_ins"] if r["class"] == architecture and r["served"]]
         if not probed:
             raise ValueError(
@@ -108,6 +120,8 @@ class ModelArchitectures(SphinxDirective):
         docs_dir = Path(self.env.srcdir)
         self.env.note_dependency(str(docs_dir / CPU_ARCHITECTURES_FILE))
         probe = cpu_probe(docs_dir)
+        self.env.note_dependency(str(docs_dir / MODEL_DRY_RUNS_FILE))
+        dry_runs = committed_dry_runs(docs_dir)
         words = edition_texts(TEXTS, self.config.language)
         columns = [words[c] for c in ("family", "architecture", "sources", "fake_tier")]
         table, body = table_frame("model-architectures", columns, (18, 14, 28, 40))
@@ -118,8 +132,16 @@ class ModelArchitectures(SphinxDirective):
             sources = nodes.entry()
             for source in family.sources:
                 sources += source_link(tag, source.path, source.line)
+            dry_run = next(
+                (
+                    (d["run"], dry_runs["date"])
+                    for d in dry_runs["dry_runs"]
+                    if d["answered"] and family.matches(d["model"])
+                ),
+                None,
+            )
             try:
-                cell = fake_tier_cell(family.architecture, served_run, words, probe)
+                cell = fake_tier_cell(family.architecture, served_run, words, probe, dry_run)
             except ValueError as error:
                 raise self.error(str(error)) from None
             body += nodes.row(

@@ -14,9 +14,16 @@ stay as the files write them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from docutils import nodes
 from docutils.parsers.rst import directives
 from editions import code_cell, edition_texts, table_frame
+from ray_serve_npu_tooling.model_dry_runs import (
+    MODEL_DRY_RUNS_FILE,
+    answered_runs,
+    committed_dry_runs,
+)
 from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
@@ -42,6 +49,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "source": "Source",
         "tested": "How tested",
         "served": "served on the fake-NPU tier",
+        "dry_run": "checked; dry-run on the fake-NPU tier on {date}",
         "checked": "checked, no engine",
         "refused": "checked: the checker refuses it as written ({rules})",
         "not_named": "not named or scheduled",
@@ -71,6 +79,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "source": "来源",
         "tested": "测试方式",
         "served": "在模拟 NPU 层上运行服务",
+        "dry_run": "已检查；{date} 在模拟 NPU 层上试运行",
         "checked": "已检查，未启动引擎",
         "refused": "已检查：检查器拒绝其原样设置（{rules}）",
         "not_named": "未注明，也未排入计划",
@@ -121,11 +130,19 @@ def _source(run: ServeRun | SetAside) -> nodes.entry:
 
 
 def _tested(
-    key: str, words: dict[str, str], served: frozenset[str], refused: dict[str, tuple[str, ...]]
+    key: str,
+    words: dict[str, str],
+    served: frozenset[str],
+    refused: dict[str, tuple[str, ...]],
+    dry_run: dict[str, str],
 ) -> str:
     if key in refused:
         return words["refused"].format(rules=", ".join(f"`{rule}`" for rule in refused[key]))
-    return words["served" if key in served else "checked"]
+    if key in served:
+        return words["served"]
+    if key in dry_run:
+        return words["dry_run"].format(date=dry_run[key])
+    return words["checked"]
 
 
 def refused_runs(runs: list[ServeRun]) -> dict[str, tuple[str, ...]]:
@@ -150,9 +167,11 @@ def nightly_table(
     words: dict[str, str],
     served: frozenset[str],
     refused: dict[str, tuple[str, ...]],
+    dry_run: dict[str, str],
 ) -> nodes.table:
-    """One row per run; "How tested" says served for the runs named in ``served``, and
-    names the error rules of the runs ``refused`` names."""
+    """One row per run; "How tested" says served for the runs named in ``served``, dry-run
+    on its date for the runs ``dry_run`` names, and names the error rules of the runs
+    ``refused`` names."""
     table, body = table_frame(
         "nightly-runs", [words[c] for c in _COLUMNS], (24, 7, 9, 7, 8, 8, 11, 16, 10)
     )
@@ -171,7 +190,7 @@ def nightly_table(
             code_cell(f"`{run.quantization}`" if run.quantization else words["none"]),
             code_cell(_speculative(run) or words["none"]),
             _source(run),
-            code_cell(_tested(run_key(run), words, served, refused)),
+            code_cell(_tested(run_key(run), words, served, refused, dry_run)),
         )
     return table
 
@@ -223,8 +242,12 @@ class NightlyRuns(SphinxDirective):
             configs = sorted(set_aside(tag), key=lambda c: (c.model, c.name))
             return [set_aside_table(configs, words)]
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
-        served = frozenset(FAKE_TIER_SERVED_RUNS.values() if tag == compat.VLLM_ASCEND.tag else ())
-        return [nightly_table(runs, words, served, refused_runs(runs))]
+        pinned = tag == compat.VLLM_ASCEND.tag
+        served = frozenset(FAKE_TIER_SERVED_RUNS.values() if pinned else ())
+        docs_dir = Path(self.env.srcdir)
+        self.env.note_dependency(str(docs_dir / MODEL_DRY_RUNS_FILE))
+        dry_run = answered_runs(committed_dry_runs(docs_dir)) if pinned else {}
+        return [nightly_table(runs, words, served, refused_runs(runs), dry_run)]
 
 
 def setup(app: Sphinx) -> dict[str, object]:

@@ -54,6 +54,10 @@ def test_a_class_with_a_stand_in_names_its_tiny_model_and_the_run_served_on_it()
     assert fake_tier_cell("moe", None, words, probe) == words["stand_in_unserved"].format(
         family="mixtral", vllm=probe["vllm"]
     )
+    # A run of the family that answered in the dry-run of every model is named with its date.
+    assert fake_tier_cell("moe", None, words, probe, ("Kimi-K2.6", "2026-12-07")) == words[
+        "stand_in_dry_run"
+    ].format(family="mixtral", run="Kimi-K2.6", date="2026-12-07")
     # A stand-in the probe did not serve, with no run served on it, is not shown as one.
     unproved = {**probe, "stand_ins": [r for r in probe["stand_ins"] if r["class"] != "moe"]}
     with pytest.raises(ValueError, match="no served probe of the `moe` tiny model"):

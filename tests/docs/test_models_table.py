@@ -1,5 +1,6 @@
 """The models page's tables (docs/_ext/nightly_runs.py): the runs' "How tested" column says
-served exactly for the runs the fake-NPU tier serves, and checked for every other run; a
+served exactly for the runs the fake-NPU tier serves, dry-run exactly for the other runs
+that answered in the committed dry-run of every model, and checked for every other run; a
 multi-node run shows its nodes; every multi-node config set aside is listed with why."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ray_serve_npu_tooling.model_dry_runs import answered_runs, committed_dry_runs
 from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 
 from ray_serve_npu import compat
@@ -15,18 +17,21 @@ from ray_serve_npu.model_recipes import find_run, run_key
 from ray_serve_npu.releases.architectures import family_of
 from ray_serve_npu.releases.runs import serve_runs, set_aside
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
 
 from nightly_runs import TEXTS, nightly_table, refused_runs, set_aside_table  # noqa: E402
 
 TAG = compat.VLLM_ASCEND.tag
 REFUSED = refused_runs(list(serve_runs(TAG)))
+DRY_RUN = answered_runs(committed_dry_runs(DOCS))
 
 
 def _rows(language: str) -> dict[str, list[str]]:
     """Each row's cells as text, by the run's name in its first cell: "(name)"."""
     runs = list(serve_runs(TAG))
-    table = nightly_table(runs, TEXTS[language], frozenset(FAKE_TIER_SERVED_RUNS.values()), REFUSED)
+    served = frozenset(FAKE_TIER_SERVED_RUNS.values())
+    table = nightly_table(runs, TEXTS[language], served, REFUSED, DRY_RUN)
     (body,) = table.findall(lambda node: node.tagname == "tbody")
     rows = [[cell.astext() for cell in row.children] for row in body.children]
     by_name = {cells[0].rsplit("(", 1)[1].rstrip(")"): cells for cells in rows}
@@ -40,9 +45,12 @@ def test_how_tested_says_served_for_the_served_runs_alone(language: str) -> None
     tested = {name: cells[-1] for name, cells in _rows(language).items()}
     served = set(FAKE_TIER_SERVED_RUNS.values())
     assert {name for name, cell in tested.items() if cell == words["served"]} == served
-    assert {cell for name, cell in tested.items() if name not in {*served, *REFUSED}} == {
-        words["checked"]
-    }
+    dry_run = {name: words["dry_run"].format(date=date) for name, date in DRY_RUN.items()}
+    assert {name for name, cell in tested.items() if cell in dry_run.values()} == (
+        set(dry_run) - served - set(REFUSED)
+    )
+    others = {*served, *REFUSED, *dry_run}
+    assert {cell for name, cell in tested.items() if name not in others} == {words["checked"]}
 
 
 @pytest.mark.parametrize("language", sorted(TEXTS))

@@ -14,7 +14,9 @@ from __future__ import annotations
 #: an A3 node. The class with latent attention has no run here: its one family's runs
 #: (DeepSeek-R1) are data parallel, an app of their own, and a second dry-run of about
 #: 95 s does not fit the fake-NPU tier's budget; the probe of vLLM's CPU build serves its
-#: tiny model instead (``ray_serve_npu_tooling.cpu_architectures``).
+#: tiny model instead (``ray_serve_npu_tooling.cpu_architectures``), and the dry-run of
+#: every model serves a DeepSeek-R1 run on it outside the suite
+#: (``ray_serve_npu_tooling.model_dry_runs``).
 FAKE_TIER_SERVED_RUNS: dict[str, str] = {
     "dense": "Qwen3-32B-W8A8-single-a3",
     "moe": "Qwen3-30B-A3B-W8A8-TP1",
