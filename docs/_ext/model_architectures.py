@@ -26,7 +26,11 @@ from sphinx.util.docutils import SphinxDirective
 from ray_serve_npu import compat
 from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
 from ray_serve_npu.model_recipes import find_run
-from ray_serve_npu.releases.architectures import ARCHITECTURES_FILE, model_families
+from ray_serve_npu.releases.architectures import (
+    ARCHITECTURES_FILE,
+    ModelFamily,
+    model_families,
+)
 from ray_serve_npu.releases.tutorials import TUTORIALS_DIR
 
 TEXTS: dict[str, dict[str, str]] = {
@@ -113,6 +117,24 @@ def fake_tier_cell(
     )
 
 
+def answered_on_stand_in(family: ModelFamily, record: dict[str, Any]) -> tuple[str, str] | None:
+    """A run of ``family`` that answered in the dry-run of every model on its class's own
+    tiny model (not a fallback), and its day; None where none did."""
+    spec = STAND_IN_SPECS.get(family.architecture)
+    if spec is None:
+        return None
+    return next(
+        (
+            (d["run"], d["date"])
+            for d in record["dry_runs"]
+            if d["answered"]
+            and family.matches(d["model"])
+            and f"/tiny-{spec.family}-" in (d["stand_in"] or "")
+        ),
+        None,
+    )
+
+
 class ModelArchitectures(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         tag = compat.VLLM_ASCEND.tag
@@ -132,14 +154,7 @@ class ModelArchitectures(SphinxDirective):
             sources = nodes.entry()
             for source in family.sources:
                 sources += source_link(tag, source.path, source.line)
-            dry_run = next(
-                (
-                    (d["run"], dry_runs["date"])
-                    for d in dry_runs["dry_runs"]
-                    if d["answered"] and family.matches(d["model"])
-                ),
-                None,
-            )
+            dry_run = answered_on_stand_in(family, dry_runs)
             try:
                 cell = fake_tier_cell(family.architecture, served_run, words, probe, dry_run)
             except ValueError as error:

@@ -22,24 +22,28 @@ from sphinx.util.docutils import SphinxDirective
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
-        "summary": "On {date}, `{command}` dry-ran one run of each of the {models} models "
+        "on": "On {date}",
+        "between": "Between {first} and {last}",
+        "summary": "{when}, `{command}` dry-ran one run of each of the {models} models "
         "of vLLM-Ascend {release} above, one after another, with `serve_model.py` on the "
         "fake-NPU tier (Ray {ray}, vLLM {vllm}'s CPU build, fake NPUs, a tiny random model "
         "in place of the weights): {answered} answered a chat request.",
         "model": "Model",
         "run": "Run dry-run",
-        "stand_in": "In place of the weights",
+        "stand_in": "What stood in for the weights, in the tier's words",
         "result": "Result",
         "answered": "served `{served}`, answered a chat request ({seconds} s)",
         "failed": "failed: {error}",
     },
     "zh_CN": {
-        "summary": "{date}，`{command}` 在模拟 NPU 层上用 `serve_model.py` 依次试运行了上表中 "
+        "on": "{date}",
+        "between": "{first} 至 {last} 期间",
+        "summary": "{when}，`{command}` 在模拟 NPU 层上用 `serve_model.py` 依次试运行了上表中 "
         "vLLM-Ascend {release} 的 {models} 个模型各一个运行（Ray {ray}，vLLM {vllm} 的 CPU "
         "版本，模拟 NPU，以微型随机模型代替权重）：{answered} 个回答了聊天请求。",
         "model": "模型",
         "run": "试运行的运行",
-        "stand_in": "代替权重的模型",
+        "stand_in": "代替权重的模型及原因（模拟层的原话）",
         "result": "结果",
         "answered": "以 `{served}` 提供服务，回答了聊天请求（{seconds} 秒）",
         "failed": "失败：{error}",
@@ -49,8 +53,15 @@ TEXTS: dict[str, dict[str, str]] = {
 
 def summary(record: dict[str, Any], words: dict[str, str]) -> str:
     answered = sum(dry_run["answered"] for dry_run in record["dry_runs"])
+    # `--run` may have dry-run some models again on a later day.
+    days = sorted({dry_run["date"] for dry_run in record["dry_runs"]})
+    when = (
+        words["on"].format(date=days[0])
+        if len(days) == 1
+        else words["between"].format(first=days[0], last=days[-1])
+    )
     return words["summary"].format(
-        date=record["date"],
+        when=when,
         command=record["command"],
         models=len(record["dry_runs"]),
         release=record["release"],

@@ -84,7 +84,8 @@ from ray_serve_npu.fake_npu.dry_run import stop_cleanly_on_sigterm
 
 stop_cleanly_on_sigterm()
 with contextlib.ExitStack() as tier:
-    tier.callback(lambda: print("stopped the fake tier", flush=True))
+    # The clean-up gets a second SIGTERM midway, and must still finish.
+    tier.callback(lambda: (os.kill(os.getpid(), signal.SIGTERM), print("stopped the fake tier")))
     os.kill(os.getpid(), signal.SIGTERM)
     signal.pause()
 """

@@ -22,9 +22,11 @@ fake-NPU tier serves the runs ``ray_serve_npu_tooling.served_runs`` names.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,19 +140,29 @@ def dry_run(run: ServeRun, cache: Path) -> dict[str, Any]:
         CACHE_DIR_ENV_VAR: str(cache),
     }
     started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "ray_serve_npu.cli", *argv[1:]],
-            cwd=RECIPES_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DRY_RUN_TIMEOUT_S,
-            check=False,
-        )
-        read = read_output(done.stdout, done.stderr, done.returncode)
-    except subprocess.TimeoutExpired:
-        read = {"answered": False, "error": f"no end within {DRY_RUN_TIMEOUT_S} s"}
+    # A process group of its own: a dry-run that runs out of time gets SIGTERM, which
+    # stops its fake cluster, then the group is killed; killing the command alone would
+    # leave the cluster running beside the next model's.
+    with subprocess.Popen(
+        [sys.executable, "-m", "ray_serve_npu.cli", *argv[1:]],
+        cwd=RECIPES_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=DRY_RUN_TIMEOUT_S)
+            read = read_output(stdout, stderr, process.returncode)
+        except subprocess.TimeoutExpired:
+            _stop_group(process)
+            read = {
+                "answered": False,
+                "stand_in": None,
+                "served_as": [],
+                "error": f"no end within {DRY_RUN_TIMEOUT_S} s",
+            }
     return {
         "run": run_key(run),
         "model": run.model,
@@ -159,6 +171,22 @@ def dry_run(run: ServeRun, cache: Path) -> dict[str, Any]:
         "seconds": round(time.monotonic() - started, 1),
         **read,
     }
+
+
+#: How long a dry-run given SIGTERM has to stop its fake cluster before its group is killed.
+_STOP_S = 120
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to the dry-run (it stops its cluster), then SIGKILL to what is left."""
+    process.terminate()
+    try:
+        process.communicate(timeout=_STOP_S)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,8 +215,15 @@ def main(argv: list[str] | None = None) -> int:
         if not out.is_file():
             parser.error(f"--run needs the record {out} to update; run the command without it")
         before = committed_dry_runs(DOCS_DIR)
-        # A record from before dry-runs had days of their own: the file's day is theirs.
-        kept = {d["run"]: {"date": before["date"], **d} for d in before["dry_runs"]}
+        now = {"release": tag, "ray": ray.__version__, "vllm": vllm.__version__}
+        changed = {k: (before[k], v) for k, v in now.items() if before[k] != v}
+        if changed:
+            parser.error(
+                f"--run keeps the record's other rows, which ran with other versions "
+                f"({', '.join(f'{k} {a} here {b}' for k, (a, b) in changed.items())}); "
+                "run the command without --run"
+            )
+        kept = {d["run"]: d for d in before["dry_runs"]}
     records = []
     with tempfile.TemporaryDirectory(prefix="model-dry-runs-") as cache:
         for run in chosen:

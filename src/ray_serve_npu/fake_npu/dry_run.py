@@ -283,6 +283,8 @@ def stop_cleanly_on_sigterm() -> None:
     default would end the process at once and leave them running."""
 
     def _exit(signum: int, _frame: object) -> None:
+        # A second SIGTERM (CI often sends more) must not cut the clean-up short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _exit)

@@ -154,6 +154,10 @@ def last_error(log: str) -> str | None:
     return found or wrapper
 
 
+#: How much of a log's last line a failure quotes.
+_LAST_LINE_CHARS = 300
+
+
 class ServerNotReady(RuntimeError):
     """A tier's server that exited or did not answer in time, with what its log says."""
 
@@ -162,14 +166,20 @@ class ServerNotReady(RuntimeError):
         self.log = log
         #: The last exception the log reports: the replica's or the engine's own error.
         self.error = last_error(log)
-        #: The log's last line with words in it, colours taken out.
-        self.last_line = next(
+        #: The log's last line with words in it, colours taken out, cut to one screen line
+        #: or so (a JSON log record can run to thousands of characters).
+        last = next(
             (
                 line.strip()
                 for line in reversed(_RAY_COLOUR.sub("", log).splitlines())
                 if line.strip()
             ),
             None,
+        )
+        self.last_line = (
+            last
+            if last is None or len(last) <= _LAST_LINE_CHARS
+            else (last[:_LAST_LINE_CHARS] + " ...")
         )
         super().__init__(f"{what}:\n{log[-8000:]}")
 
