@@ -263,3 +263,24 @@ def test_the_folders_readme_counts_each_releases_single_node_files() -> None:
         for folder in NIGHTLY_DIR.iterdir()
         if folder.is_dir()
     }
+
+
+def test_v0_27_1rc1_sets_aside_exactly_its_310p_and_a5_configs() -> None:
+    # The schedule at that tag runs six single-node configs on 310P cards alone and one
+    # multi-node config on 950DT (a5) nodes alone; none of them may become a run.
+    not_served = {
+        config.path.rsplit("/", 1)[1]: config.not_served_on
+        for config in set_aside_configs("v0.27.1rc1")
+        if config.layout == "not_served"
+    }
+    assert {name for name, on in not_served.items() if on == ("310p",)} == {
+        "Qwen3-14B-w8a8sc-310p.yaml",
+        "Qwen3-32B-w8a8sc-310p.yaml",
+        "Qwen3-8B-w8a8sc-310p.yaml",
+        "Qwen3.6-27B-W8A8-310P-300I-DUO.yaml",
+        "Qwen3.6-35B-A3B-w8a8-310p-MTP.yaml",
+        "Qwen3.6-35B-W8A8-310P-300I-DUO.yaml",
+    }
+    assert not_served["Qwen3-235B-W8A8-EPLB-mxfp0.yaml"] == ("a5",) and len(not_served) == 7
+    runs = {run.path.rsplit("/", 1)[1] for run in nightly_runs("v0.27.1rc1")}
+    assert not runs & set(not_served)
