@@ -22,11 +22,9 @@ fake-NPU tier serves the runs ``ray_serve_npu_tooling.served_runs`` names.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +36,7 @@ from ray_serve_npu import compat
 from ray_serve_npu.check import Severity, check_serve_run
 from ray_serve_npu.envs import CACHE_DIR_ENV_VAR, RAY_AUTH_MODE_ENV_VAR
 from ray_serve_npu.fake_npu.dry_run import CHAT_LINE_END, STOPPED_LINE
+from ray_serve_npu.fake_npu.processes import stop_process_group
 from ray_serve_npu.model_recipes import run_key
 from ray_serve_npu.releases.nightly import ServeRun
 from ray_serve_npu.releases.runs import serve_runs
@@ -140,23 +139,30 @@ def dry_run(run: ServeRun, cache: Path) -> dict[str, Any]:
         CACHE_DIR_ENV_VAR: str(cache),
     }
     started = time.monotonic()
-    # A process group of its own: a dry-run that runs out of time gets SIGTERM, which
-    # stops its fake cluster, then the group is killed; killing the command alone would
-    # leave the cluster running beside the next model's.
-    with subprocess.Popen(
-        [sys.executable, "-m", "ray_serve_npu.cli", *argv[1:]],
-        cwd=RECIPES_DIR,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    ) as process:
+    # A process group of its own: a dry-run that runs out of time is stopped as the tier
+    # stops its servers (SIGTERM, which stops its fake cluster, then SIGKILL); killing the
+    # command alone would leave the cluster running beside the next model's. Its output
+    # goes to files, which a process stopped midway can't block on.
+    with tempfile.TemporaryDirectory(prefix="model-dry-run-") as out:
+        stdout_file, stderr_file = Path(out) / "stdout", Path(out) / "stderr"
+        with stdout_file.open("wb") as stdout, stderr_file.open("wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ray_serve_npu.cli", *argv[1:]],
+                cwd=RECIPES_DIR,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+            )
         try:
-            stdout, stderr = process.communicate(timeout=DRY_RUN_TIMEOUT_S)
-            read = read_output(stdout, stderr, process.returncode)
+            process.wait(timeout=DRY_RUN_TIMEOUT_S)
+            read = read_output(
+                stdout_file.read_text(errors="replace"),
+                stderr_file.read_text(errors="replace"),
+                process.returncode,
+            )
         except subprocess.TimeoutExpired:
-            _stop_group(process)
+            stop_process_group(process)
             read = {
                 "answered": False,
                 "stand_in": None,
@@ -171,22 +177,6 @@ def dry_run(run: ServeRun, cache: Path) -> dict[str, Any]:
         "seconds": round(time.monotonic() - started, 1),
         **read,
     }
-
-
-#: How long a dry-run given SIGTERM has to stop its fake cluster before its group is killed.
-_STOP_S = 120
-
-
-def _stop_group(process: subprocess.Popen[str]) -> None:
-    """SIGTERM to the dry-run (it stops its cluster), then SIGKILL to what is left."""
-    process.terminate()
-    try:
-        process.communicate(timeout=_STOP_S)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
