@@ -6,7 +6,8 @@ with ``MODEL_PATH`` set to the model's weights: ``python serve_model.py RUN``, w
 RUN names a test case of vLLM-Ascend's nightly CI at the release the recipes pin, one
 of its multi-node configs of one engine, or a command of a tutorial for a model the CI
 doesn't serve (``python serve_model.py --list`` lists them; ``--show RUN`` prints the
-arguments of its ``LLMConfig``, to start a recipe of your own from). A run that
+arguments of its ``LLMConfig``, to start a recipe of your own from; ``--compose RUN``
+prints a Docker Compose file that serves it with ``vllm serve`` instead, with no Ray). A run that
 ``ray-serve-npu check`` says would stop at start-up is not started. The app answers
 OpenAI-compatible requests on http://127.0.0.1:8000/v1, as the model's name in lower
 case.
@@ -29,6 +30,7 @@ import os
 import sys
 
 from ray_serve_npu.check import Severity, check_serve_run
+from ray_serve_npu.model_compose import ComposeError, compose_for
 from ray_serve_npu.model_recipes import ModelRecipe, find_run, recipe_for, run_key
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.releases.nightly import ServeRun
@@ -46,7 +48,17 @@ def chosen_recipes() -> list[ModelRecipe]:
     parser.add_argument(
         "--show", action="store_true", help="print each run's LLMConfig arguments and exit"
     )
+    parser.add_argument(
+        "--compose",
+        action="store_true",
+        help="print a Docker Compose file that serves the run with `vllm serve`, and exit",
+    )
+    parser.add_argument(
+        "--node-kind", help="with --compose: A2 or A3, where the run's source names none or both"
+    )
     args = parser.parse_args()
+    if args.node_kind and not args.compose:
+        parser.error("--node-kind goes with --compose")
     tag = SERVE_LLM_RELEASE.tag
     if args.list or not args.runs:
         for run in serve_runs(tag):
@@ -57,6 +69,11 @@ def chosen_recipes() -> list[ModelRecipe]:
         runs = [find_run(name, tag) for name in args.runs]
     except LookupError as error:
         sys.exit(f"serve_model.py: {error}")
+    if args.compose:
+        if len(runs) > 1:
+            sys.exit("serve_model.py: a Compose file of --compose serves one run; name one")
+        print_compose(runs[0], args.node_kind)
+        return []
     models = [run.model for run in runs]
     if len(set(models)) < len(models):
         twice = sorted({run_key(run) for run in runs if models.count(run.model) > 1})
@@ -102,24 +119,37 @@ def model_path(run: ServeRun, *, several: bool, show: bool) -> str:
 # __model_end__
 
 
-def refuse_what_would_not_start(recipe: ModelRecipe) -> None:
-    """Stop before Ray starts anything where the checker says the run's settings stop the
+def print_compose(run: ServeRun, node_kind: str | None) -> None:
+    """Print the Compose file that serves ``run`` on one node, and on stderr what of the
+    run it leaves out."""
+    try:
+        compose = compose_for(run, node_kind)
+    except ComposeError as error:
+        sys.exit(f"serve_model.py: {error}")
+    refuse_what_would_not_start(run)
+    for dropped in compose.dropped:
+        print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
+    print(compose.text(), end="")
+
+
+def refuse_what_would_not_start(run: ServeRun) -> None:
+    """Stop before anything starts where the checker says the run's settings stop the
     engine at start-up (a tutorial's command may pair settings its vLLM refuses)."""
-    errors = [f for f in check_serve_run(recipe.run) if f.severity is Severity.ERROR]
+    errors = [f for f in check_serve_run(run) if f.severity is Severity.ERROR]
     for error in errors:
         print(f"serve_model.py: {error.rule_id}: {error.message} Fix: {error.fix}", file=sys.stderr)
     if errors:
         sys.exit(
-            f"serve_model.py: {run_key(recipe.run)} would stop at start-up as its source "
+            f"serve_model.py: {run_key(run)} would stop at start-up as its source "
             f"writes it; start a recipe of your own from `python serve_model.py --show "
-            f"{run_key(recipe.run)}` and fix what the lines above name"
+            f"{run_key(run)}` and fix what the lines above name"
         )
 
 
 def main() -> None:
     recipes = chosen_recipes()
     for recipe in recipes:
-        refuse_what_would_not_start(recipe)
+        refuse_what_would_not_start(recipe.run)
     if not recipes:
         return
     # __run_start__

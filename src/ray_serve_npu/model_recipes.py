@@ -12,6 +12,7 @@ Nothing here imports Ray or vLLM: the checker and the pages read recipes too.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -162,29 +163,10 @@ def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
             dropped.append(Dropped(name=key, why="not an engine argument of Ray Serve LLM"))
         else:
             engine_kwargs[key] = value
-    env_vars: dict[str, str] = {}
-    for name, value in run.envs.items():
-        if name in ENVS_LEFT_OUT:
-            dropped.append(Dropped(name=name, why=ENVS_LEFT_OUT[name]))
-        elif shell := SHELL_EXPANSION.search(value):
-            dropped.append(
-                Dropped(
-                    name=name,
-                    why=f"its value holds ${shell['name'] or '(...)'}, which the shell "
-                    f"expands on each node when the tutorial's script runs: set {name} where "
-                    "`ray start` runs",
-                )
-            )
-        elif not _ENV_NAME.match(name):
-            dropped.append(
-                Dropped(
-                    name=name,
-                    why=f"not a variable name a program reads; vLLM-Ascend reads "
-                    f"{name.replace('-', '_')!r}",
-                )
-            )
-        else:
-            env_vars[name] = value
+    env_vars, left_out = run_environment(
+        run, ENVS_LEFT_OUT, set_it="set {name} where `ray start` runs"
+    )
+    dropped += left_out
     llm_config: dict[str, Any] = {
         "model_loading_config": {
             "model_id": run.model.rsplit("/", 1)[-1].lower(),
@@ -198,3 +180,37 @@ def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     return ModelRecipe(
         run=run, llm_config=llm_config, data_parallel=run.data_parallel > 1, dropped=dropped
     )
+
+
+def run_environment(
+    run: ServeRun, left_out: Mapping[str, str], *, set_it: str
+) -> tuple[dict[str, str], list[Dropped]]:
+    """The run's variables that a recipe keeps, and those it drops with why: each in
+    ``left_out`` (name -> why), each whose value a shell expands where the source runs
+    it (``set_it`` says, with ``{name}``, where to set it instead), and each name no
+    program can read."""
+    kept: dict[str, str] = {}
+    dropped: list[Dropped] = []
+    for name, value in run.envs.items():
+        if name in left_out:
+            dropped.append(Dropped(name=name, why=left_out[name]))
+        elif shell := SHELL_EXPANSION.search(value):
+            dropped.append(
+                Dropped(
+                    name=name,
+                    why=f"its value holds ${shell['name'] or '(...)'}, which the shell "
+                    f"expands on each node when the tutorial's script runs: "
+                    + set_it.format(name=name),
+                )
+            )
+        elif not _ENV_NAME.match(name):
+            dropped.append(
+                Dropped(
+                    name=name,
+                    why=f"not a variable name a program reads; vLLM-Ascend reads "
+                    f"{name.replace('-', '_')!r}",
+                )
+            )
+        else:
+            kept[name] = value
+    return kept, dropped

@@ -1,7 +1,8 @@
 """`ray-serve-npu check` judges a deployment of a listed model against that model's runs
 at its release (#39 item 5): vLLM-Ascend's nightly CI configs and its tutorials' runs.
-For each model, the recipe built from one of its runs passes, and the same recipe with a
-planted value that the runs rule out is flagged, naming the run."""
+For each model, the recipe and the Compose service built from one of its runs pass, and
+the same recipe or service with a planted value that the runs rule out is flagged,
+naming the run."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from ray_serve_npu.check import check_file, check_paths
 from ray_serve_npu.check.findings import Finding
 from ray_serve_npu.check.model_runs import model_key, runs_by_model
 from ray_serve_npu.check.rules import available_releases
+from ray_serve_npu.model_compose import compose_for
 from ray_serve_npu.model_recipes import find_run, recipe_for
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
+from ray_serve_npu.vllm_cli import engine_flag, engine_kwarg_argv
 
 TAG = SERVE_LLM_RELEASE.tag
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
@@ -64,20 +67,49 @@ def _config(run_name: str) -> dict[str, Any]:
     return recipe_for(run, f"/models/{run.model.rsplit('/', 1)[-1]}").llm_config
 
 
-@pytest.mark.parametrize("run_name", MODELS.values(), ids=MODELS.keys())
-def test_the_models_own_run_passes(tmp_path: Path, run_name: str) -> None:
-    assert _model_findings(_recipe(tmp_path, _config(run_name))) == []
+#: Each model's run on both paths: a Ray Serve LLM recipe, and a Compose service where
+#: the run is of one node (each node of a multi-node run runs a `vllm serve` of its own).
+CASES = [
+    pytest.param(run_name, path, id=f"{model}-{path}")
+    for model, run_name in MODELS.items()
+    for path in ("recipe", "compose")
+    if path == "recipe" or find_run(run_name, TAG).nodes == 1
+]
 
 
-@pytest.mark.parametrize("run_name", MODELS.values(), ids=MODELS.keys())
-def test_fewer_npus_than_any_run_of_the_model_is_flagged(tmp_path: Path, run_name: str) -> None:
-    config = _config(run_name)
-    runs = runs_by_model(TAG)[model_key(config["model_loading_config"]["model_source"])]
+def _deployment(tmp_path: Path, run_name: str, path: str, **planted: Any) -> Path:
+    """The run's deployment on ``path``, with the ``planted`` engine settings over its own."""
+    if path == "recipe":
+        config = _config(run_name)
+        config["engine_kwargs"].update(planted)
+        return _recipe(tmp_path, config)
+    compose = compose_for(find_run(run_name, TAG))
+    (service,) = compose.compose["services"].values()
+    # vLLM's parser keeps a flag's last value.
+    service["command"] += [w for k, v in planted.items() for w in engine_kwarg_argv(k, v)]
+    file = tmp_path / compose.file_name
+    file.write_text(compose.text())
+    return file
+
+
+def test_each_model_has_a_compose_case_but_the_multi_node_one() -> None:
+    assert sum(1 for case in CASES if case.values[1] == "compose") == len(MODELS) - 1
+
+
+@pytest.mark.parametrize(("run_name", "path"), CASES)
+def test_the_models_own_run_passes(tmp_path: Path, run_name: str, path: str) -> None:
+    assert _model_findings(_deployment(tmp_path, run_name, path)) == []
+
+
+@pytest.mark.parametrize(("run_name", "path"), CASES)
+def test_fewer_npus_than_any_run_of_the_model_is_flagged(
+    tmp_path: Path, run_name: str, path: str
+) -> None:
+    runs = runs_by_model(TAG)[model_key(find_run(run_name, TAG).model)]
     fewest = min(run.npus for run in runs)
     assert fewest > 1, f"{run_name}: a run on one NPU leaves no fewer to plant"
-    engine = config["engine_kwargs"]
-    engine.update(tensor_parallel_size=1, data_parallel_size=1, pipeline_parallel_size=1)
-    (found,) = _model_findings(_recipe(tmp_path, config))
+    one = {"tensor_parallel_size": 1, "data_parallel_size": 1, "pipeline_parallel_size": 1}
+    (found,) = _model_findings(_deployment(tmp_path, run_name, path, **one))
     assert found.rule_id == "model-run-too-few-npus"
     assert "1 NPUs for /models/" in found.message
     assert f"uses fewer than {fewest} (" in found.message
@@ -85,9 +117,9 @@ def test_fewer_npus_than_any_run_of_the_model_is_flagged(tmp_path: Path, run_nam
     assert any(run.source in found.message for run in runs if run.npus == fewest)
 
 
-def _plantable(config: dict[str, Any]) -> tuple[str, str, list[str]]:
+def _plantable(run_name: str) -> tuple[str, str, list[str]]:
     """A setting the model's runs give, a valid value none of them uses, and theirs."""
-    runs = runs_by_model(TAG)[model_key(config["model_loading_config"]["model_source"])]
+    runs = runs_by_model(TAG)[model_key(find_run(run_name, TAG).model)]
     for key, values in VALID_VALUES.items():
         used = {str(run.engine[key]) for run in runs if key in run.engine}
         if used:
@@ -95,18 +127,21 @@ def _plantable(config: dict[str, Any]) -> tuple[str, str, list[str]]:
     raise AssertionError("no run of the model gives a setting the rule compares")
 
 
-@pytest.mark.parametrize("run_name", MODELS.values(), ids=MODELS.keys())
-def test_a_value_none_of_the_models_runs_use_is_flagged(tmp_path: Path, run_name: str) -> None:
-    config = _config(run_name)
-    key, planted, used = _plantable(config)
-    config["engine_kwargs"][key] = planted
-    (found,) = _model_findings(_recipe(tmp_path, config))
+@pytest.mark.parametrize(("run_name", "path"), CASES)
+def test_a_value_none_of_the_models_runs_use_is_flagged(
+    tmp_path: Path, run_name: str, path: str
+) -> None:
+    key, planted, used = _plantable(run_name)
+    deployment = _deployment(tmp_path, run_name, path, **{key: planted})
+    (found,) = _model_findings(deployment)
     assert found.rule_id == "model-run-setting-differs"
-    assert f"{key} {planted!r} for /models/" in found.message
+    # Named as the deployment writes it: a keyword, or a flag.
+    named = key if path == "recipe" else engine_flag(key)
+    assert found.message.startswith(f"{named} {planted!r} for /models/")
     assert f"use {' or '.join(used)}:" in found.message
-    # The line is the planted value's.
-    line = _recipe(tmp_path, config).read_text().splitlines()[found.line - 1]
-    assert planted in line
+    # The line is the planted value's: in a Compose command, its flag's, the value next.
+    lines = deployment.read_text().splitlines()
+    assert planted in lines[found.line - 1] + lines[found.line]
 
 
 def test_leaving_out_the_tokenizer_mode_every_run_sets_is_flagged(tmp_path: Path) -> None:

@@ -37,13 +37,16 @@ def dry_run_serving(
 
 
 def dry_run(
-    recipe: Path, *recipe_args: str, env: Mapping[str, str] | None = None
+    recipe: Path,
+    *recipe_args: str,
+    env: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """``ray-serve-npu dry-run RECIPE -- ARGS`` from the recipe's directory, to its end,
-    with ``env`` over this process's environment."""
+    """``ray-serve-npu dry-run OPTIONS RECIPE -- ARGS`` from the recipe's directory, to its
+    end, with ``env`` over this process's environment."""
     after = ["--", *recipe_args] if recipe_args else []
     return subprocess.run(
-        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", str(recipe), *after],
+        [sys.executable, "-m", "ray_serve_npu.cli", "dry-run", *options, str(recipe), *after],
         cwd=recipe.parent,
         env={**os.environ, "RAY_AUTH_MODE": "disabled", **(env or {})},
         capture_output=True,

@@ -9,11 +9,17 @@ of two models (``serve_model.py RUN RUN``), as the models page serves them. The 
 lines show each run's own values arriving (its tensor parallel size, its context, its
 quantization), which only the builder could have put there, and the tiny model of its
 class standing in; the dry-run asks each model one chat request.
+
+The dense run is also served on the Compose path: the Compose file that
+``serve_model.py --compose RUN`` prints, dry-run as the models page says, with vLLM's own
+server (CPU build) in place of the container.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from dry_runs import RECIPES, dry_run
@@ -22,6 +28,7 @@ from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
 from ray_serve_npu import compat
 from ray_serve_npu.fake_npu.dry_run import CHAT_LINE_END, STOPPED_LINE
 from ray_serve_npu.fake_npu.tiny_model import STAND_IN_SPECS
+from ray_serve_npu.model_compose import compose_for
 from ray_serve_npu.model_recipes import find_run
 from ray_serve_npu.releases.architectures import family_of
 
@@ -67,4 +74,47 @@ def test_fake_npu_serve_model_serves_a_ci_run_with_its_own_settings_on_its_class
     assert f"{tiny}'" in line
     assert f"stands in for {family.family}'s weights, of its architecture class" in line
     assert f"serves {run.model.rsplit('/', 1)[-1].lower()!r}; {CHAT_LINE_END}" in done.stdout
+    assert done.stdout.rstrip().endswith(STOPPED_LINE)
+
+
+@pytest.fixture(scope="module")
+def compose_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Compose file ``serve_model.py --compose RUN`` prints for the dense run."""
+    name = FAKE_TIER_SERVED_RUNS["dense"]
+    printed = subprocess.run(
+        [sys.executable, RECIPES / "serve_model.py", "--compose", name],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    path = tmp_path_factory.mktemp("compose") / compose_for(find_run(name, TAG)).file_name
+    path.write_text(printed.stdout)
+    return path
+
+
+def test_fake_npu_compose_service_of_a_ci_run_serves_it_with_its_own_settings(
+    compose_file: Path,
+) -> None:
+    run = find_run(FAKE_TIER_SERVED_RUNS["dense"], TAG)
+    compose = compose_for(run)
+    name = run.model.rsplit("/", 1)[-1]
+    done = dry_run(
+        compose_file,
+        env={"MODEL_PATH": f"/models/{name}"},
+        options=["--node-kind", compose.node_kind],
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert f"fake-npu tier: 1 fake {compose.node_kind} node(s) at " in done.stdout
+    assert f"running `docker compose -f {compose.file_name} up -d`" in done.stdout
+    # The run's values, from its config at the tag, reached vLLM's own command line: the
+    # adapter's lines, which vLLM's server process prints on its stderr.
+    assert f"fake-npu tier: vllm serve --tensor-parallel-size: '{run.tensor_parallel}' -> 1" in (
+        done.stderr
+    )
+    assert f"fake-npu tier: vllm serve --max-model-len: '{run.max_model_len}' -> 1024" in (
+        done.stderr
+    )
+    assert f"fake-npu tier: dropped vllm serve --quantization={run.quantization!r}" in done.stderr
+    assert f"serves {name.lower()!r}; {CHAT_LINE_END}" in done.stdout
     assert done.stdout.rstrip().endswith(STOPPED_LINE)

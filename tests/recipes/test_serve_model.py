@@ -1,5 +1,6 @@
 """recipes/serve_model.py without Ray: it lists the CI's runs, prints a run's LLMConfig
-arguments, and refuses a run it doesn't know or a missing MODEL_PATH with the fix."""
+arguments or a Compose file that serves it, and refuses a run it doesn't know or a
+missing MODEL_PATH with the fix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
+from ray_serve_npu.model_compose import compose_for
 from ray_serve_npu.model_recipes import find_run, recipe_for
 from ray_serve_npu.releases import SERVE_LLM_RELEASE
 from ray_serve_npu.releases.runs import serve_runs
@@ -148,3 +152,26 @@ def test_several_runs_without_models_dir_or_with_a_data_parallel_one_get_the_fix
     assert (
         "Qwen3-32B-W8A8-aclgraph-a3, Qwen3-32B-W8A8-single-a3 serve the same model" in same.stderr
     )
+
+
+def test_compose_prints_a_compose_file_that_serves_the_run() -> None:
+    shown = _run("--compose", RUN, model_path=None)
+    assert shown.returncode == 0, shown.stderr
+    compose = compose_for(find_run(RUN, SERVE_LLM_RELEASE.tag))
+    assert yaml.safe_load(shown.stdout) == compose.compose
+    assert shown.stdout.startswith(f"# {RUN}: vllm-ascend/Qwen3-32B-W8A8 with `vllm serve`")
+    assert f"docker compose -f {compose.file_name} up -d" in shown.stdout
+    assert "serve_model.py: leaves out port: the service listens on port 8000" in shown.stderr
+
+
+def test_compose_of_what_one_service_cant_serve_gets_the_fix_not_a_traceback() -> None:
+    multi = _run("--compose", "DeepSeek-V4-Pro-A3", model_path=None)
+    assert multi.returncode == 1 and "Traceback" not in multi.stderr
+    assert "spans 2 nodes" in multi.stderr and "python serve_model.py DeepSeek-V4-Pro-A3" in (
+        multi.stderr
+    )
+    two = _run("--compose", *TWO, model_path=None)
+    assert two.returncode == 1 and "serves one run; name one" in two.stderr
+    stray = _run("--node-kind", "A3", RUN, model_path=None)
+    assert stray.returncode == 2 and "--node-kind goes with --compose" in stray.stderr
+    assert stray.stdout == ""

@@ -1,0 +1,208 @@
+"""A run of vLLM-Ascend's nightly CI or tutorials as a Docker Compose service.
+
+The Compose path's counterpart of :mod:`ray_serve_npu.model_recipes`: the run's own
+``vllm serve`` words and environment, in the release's image for the node kind, in the
+container that ``recipes/docker-compose.yaml`` sets up (its NPU device nodes, the
+host's driver files read-only, the API key from ``OPENAI_API_KEY``, loopback only).
+The container's parts are owned here; a test holds the readable Compose recipes to them.
+Nothing here imports Ray or vLLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from ray_serve_npu.hardware import NODE_KINDS
+from ray_serve_npu.model_recipes import UNSAFE_SETTINGS, Dropped, run_environment, run_key
+from ray_serve_npu.releases.loader import release
+from ray_serve_npu.releases.nightly import ServeRun
+from ray_serve_npu.vllm_flags import read_flags, stored_flags
+
+#: Where the service's model is in the container, by the weights' folder name.
+MODELS_IN_CONTAINER = "/models"
+#: The port and address vLLM listens on: every recipe's port, on loopback only.
+PORT = 8000
+HOST = "127.0.0.1"
+#: The device nodes every NPU container needs besides ``/dev/davinciN``.
+CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+#: The host's driver files the container reads, each mounted read-only.
+DRIVER_MOUNTS = (
+    "/usr/local/dcmi",
+    "/usr/local/Ascend/driver/tools/hccn_tool",
+    "/usr/local/bin/npu-smi",
+    "/usr/local/Ascend/driver/lib64/",
+    "/usr/local/Ascend/driver/version.info",
+    "/etc/ascend_install.info",
+    "/etc/hccn.conf",
+)
+#: vLLM writes its caches here, so it stays writable.
+CACHE_MOUNT = "/root/.cache:/root/.cache"
+#: The container's settings that don't depend on the run.
+CONTAINER: dict[str, Any] = {
+    "restart": "unless-stopped",
+    "network_mode": "host",
+    "shm_size": "512g",
+}
+#: vLLM answers 401 to any /v1 request without this key; Compose refuses to start while
+#: ``OPENAI_API_KEY`` is unset.
+API_KEY_ENV = {
+    "VLLM_API_KEY": "${OPENAI_API_KEY:?set OPENAI_API_KEY to the API key clients must send}"
+}
+#: Settings of a run that the service sets its own way, with why.
+SERVICE_SETS: dict[str, str] = {
+    "port": f"the service listens on port {PORT}, as every recipe here does",
+    "host": f"the service listens on {HOST} only; keep the API key and put a TLS proxy in "
+    "front before you serve other machines",
+    "served_model_name": "the name clients send is the model's name in lower case, as on "
+    "the Ray Serve LLM path",
+}
+#: The run's variables that the service leaves out, with why.
+ENVS_LEFT_OUT: dict[str, str] = {
+    "SERVER_PORT": f"the CI's port for `vllm serve`; the service's is {PORT}",
+}
+
+
+class ComposeError(ValueError):
+    """A run that one Compose service can't serve, or a node kind it can't serve on."""
+
+
+class ModelCompose(BaseModel):
+    """A Compose file of one service that runs ``run`` with ``vllm serve``."""
+
+    run: ServeRun
+    node_kind: str
+    service_name: str
+    #: The name clients send as ``model``.
+    model_id: str
+    compose: dict[str, Any]
+    dropped: list[Dropped]
+
+    @property
+    def file_name(self) -> str:
+        """A name Compose and ``ray-serve-npu dry-run`` take for the file."""
+        return f"docker-compose-{self.service_name}.yaml"
+
+    def text(self) -> str:
+        """The file: a header that says what it serves and how to start it, then the YAML."""
+        run = self.run
+        name = run.model.rsplit("/", 1)[-1]
+        header = [
+            f"{run_key(run)}: {run.model} with `vllm serve` in vLLM-Ascend {run.release}'s "
+            f"image, on one Atlas 800 {self.node_kind} node ({run.npus} NPUs).",
+            f"Source: {run.path}:{run.line} at {run.release}.",
+            f"Start:  MODEL_PATH=/models/{name} docker compose -f {self.file_name} up -d",
+            "        with the API key clients must send in OPENAI_API_KEY",
+            f'Serves: http://{HOST}:{PORT}/v1, model "{self.model_id}"',
+            *(f"Left out: {d.name}: {d.why}" for d in self.dropped),
+        ]
+        body = yaml.safe_dump(self.compose, sort_keys=False, width=2**16)
+        return "".join(f"# {line}".rstrip() + "\n" for line in header) + "\n" + body
+
+
+def _escaped(word: str) -> str:
+    # Compose fills `$NAME` from the shell that runs it; `$$` is a literal `$`.
+    return word.replace("$", "$$")
+
+
+def _node_kind(run: ServeRun, node_kind: str | None) -> str:
+    """The node kind asked for, else the run's: the one its source names, or where it
+    names none, the one kind whose node holds its NPUs."""
+    named = run.node_kinds
+    holding = [k for k, kind in NODE_KINDS.items() if run.npus <= kind.devices_per_node]
+    if node_kind is None:
+        candidates = list(named) or holding
+        if len(candidates) == 1:
+            return candidates[0]
+        said = f"its source names {' and '.join(named)}" if named else "its source names none"
+        raise ComposeError(
+            f"{run_key(run)}: choose the node kind with --node-kind "
+            f"({' or '.join(candidates)}): {said}"
+        )
+    chosen = node_kind.upper()
+    if chosen not in NODE_KINDS:
+        raise ComposeError(
+            f"--node-kind {node_kind}: not a node kind; use one of {', '.join(NODE_KINDS)}"
+        )
+    if named and chosen not in named:
+        raise ComposeError(
+            f"{run_key(run)} runs on {' and '.join(named)}, not {chosen}: drop --node-kind "
+            "or name that node kind"
+        )
+    if chosen not in holding:
+        raise ComposeError(
+            f"{run_key(run)} uses {run.npus} NPUs and an {chosen} node has "
+            f"{NODE_KINDS[chosen].devices_per_node}: serve it on "
+            f"{' or '.join(f'an {k}' for k in holding)} node"
+        )
+    return chosen
+
+
+def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
+    """The Compose file that serves ``run`` on one node of ``node_kind`` (the run's own
+    where it names one). Raises :class:`ComposeError` for a run of several nodes, whose
+    nodes each run a `vllm serve` of their own, and for a node kind that can't serve it."""
+    if run.nodes > 1:
+        raise ComposeError(
+            f"{run_key(run)} spans {run.nodes} nodes, each running a `vllm serve` of its "
+            "own, and a Compose file starts one node's; serve it with Ray Serve LLM: "
+            f"python serve_model.py {run_key(run)}"
+        )
+    kind = _node_kind(run, node_kind)
+    flags = stored_flags(release(run.release).vllm)
+    dropped: list[Dropped] = []
+    words: list[str] = []
+    for flag in read_flags(run.argv):
+        given = flags.given(flag.argv())
+        why = next(
+            (
+                reasons[key]
+                for key in given
+                for reasons in (SERVICE_SETS, UNSAFE_SETTINGS)
+                if key in reasons
+            ),
+            None,
+        )
+        if why is None:
+            words += flag.argv()
+        else:
+            dropped += [Dropped(name=key, why=why) for key in given]
+    environment, left_out = run_environment(
+        run,
+        ENVS_LEFT_OUT,
+        set_it="Compose would fill it from the shell that runs `docker compose` instead: "
+        "set {name} in the service's environment to its value on the node",
+    )
+    name = run.model.rsplit("/", 1)[-1]
+    model_id = name.lower()
+    in_container = f"{MODELS_IN_CONTAINER}/{name}"
+    service_name = run_key(run).lower()
+    command = [
+        *("vllm", "serve", in_container),
+        *("--served-model-name", model_id, "--host", HOST, "--port", str(PORT)),
+        *(_escaped(word) for word in words),
+    ]
+    service = {
+        "image": release(run.release).image(kind),
+        "container_name": service_name,
+        **CONTAINER,
+        "devices": [f"/dev/davinci{index}" for index in range(run.npus)] + list(CONTROL_DEVICES),
+        "environment": {**{k: _escaped(v) for k, v in environment.items()}, **API_KEY_ENV},
+        "volumes": [
+            f"${{MODEL_PATH:?set MODEL_PATH to the directory of {run.model}'s weights}}"
+            f":{in_container}:ro",
+            *(f"{path}:{path}:ro" for path in DRIVER_MOUNTS),
+            CACHE_MOUNT,
+        ],
+        "command": command,
+    }
+    return ModelCompose(
+        run=run,
+        node_kind=kind,
+        service_name=service_name,
+        model_id=model_id,
+        compose={"services": {service_name: service}},
+        dropped=dropped + left_out,
+    )
