@@ -52,6 +52,7 @@ extensions = [
     "model_architectures",
     "model_settings",
     "model_dry_run_table",
+    "model_compose_file",
     "table_words",
     "node_kinds",
     "bench_readings",

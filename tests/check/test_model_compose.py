@@ -6,6 +6,8 @@ set up their container as the generated services do."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +151,25 @@ def test_the_readable_compose_recipes_set_up_their_container_as_generated_ones(
     assert service["environment"]["VLLM_API_KEY"] == API_KEY_ENV["VLLM_API_KEY"]
     assert service["command"][service["command"].index("--host") + 1] == HOST
     assert service["command"][service["command"].index("--port") + 1] == str(PORT)
+
+
+def test_the_models_pages_file_passes_the_check_command(tmp_path: Path) -> None:
+    # The run the models page writes a Compose file for and checks (its section
+    # "Serve one of these models with Docker Compose", step 2).
+    printed = subprocess.run(
+        [sys.executable, RECIPES / "serve_model.py", "--compose", "Qwen3-32B-W8A8-single-a3"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    path = tmp_path / "docker-compose-qwen3-32b-w8a8-single-a3.yaml"
+    path.write_text(printed.stdout)
+    checked = subprocess.run(
+        [sys.executable, "-m", "ray_serve_npu.cli", "check", path.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.strip() == "1 file(s) checked: 0 finding(s)"

@@ -11,9 +11,9 @@ import pytest
 from ray_serve_npu.check.markdown import code_blocks
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-#: A shell line that runs a recipe that builds and runs an app (not one that only lists
-#: what it could serve).
-RUNS_A_RECIPE = re.compile(r"\bpython3? (?:\S+/)?serve_\w+\.py\b(?! --list)")
+#: A shell line that runs a recipe that builds and runs an app (not one that only prints
+#: what it could serve, a run's LLMConfig or a Compose file).
+RUNS_A_RECIPE = re.compile(r"\bpython3? (?:\S+/)?serve_\w+\.py\b(?! --(?:list|show|compose)\b)")
 #: The key given to the app: read from the key file, or from the shell's exported key.
 WITH_KEY = re.compile(
     r'RAY_SERVE_NPU_API_KEY="\$(?:OPENAI_API_KEY|\(cat ~/\.ray-serve-npu/api_key\))" python'
@@ -38,7 +38,9 @@ def test_every_recipe_a_page_runs_gets_the_api_key(page: Path) -> None:
 
 
 def test_a_recipe_run_without_the_key_is_found() -> None:
-    assert runs_without_key("```bash\npython serve_model.py --list\n```\n") == []
+    for prints in ("--list", "--show RUN", "--compose RUN > docker-compose-run.yaml"):
+        assert runs_without_key(f"```bash\npython serve_model.py {prints}\n```\n") == []
+    assert runs_without_key("```bash\npython serve_model.py --listing\n```\n") != []
     page = "Run it:\n\n```bash\npython serve_span_nodes.py\n```\n"
     assert runs_without_key(page) == ["4: python serve_span_nodes.py"]
     for key in ("$OPENAI_API_KEY", "$(cat ~/.ray-serve-npu/api_key)"):
