@@ -53,6 +53,7 @@ extensions = [
     "model_settings",
     "model_dry_run_table",
     "model_compose_file",
+    "model_source_diffs",
     "table_words",
     "node_kinds",
     "bench_readings",
