@@ -57,8 +57,12 @@ def chosen_recipes() -> list[ModelRecipe]:
         "--node-kind", help="with --compose: A2 or A3, where the run's source names none or both"
     )
     args = parser.parse_args()
+    if args.list + args.show + args.compose > 1:
+        parser.error("--list, --show and --compose each print one thing; pass one of them")
     if args.node_kind and not args.compose:
         parser.error("--node-kind goes with --compose")
+    if args.compose and not args.runs:
+        parser.error("--compose needs the RUN to write a Compose file for")
     tag = SERVE_LLM_RELEASE.tag
     if args.list or not args.runs:
         for run in serve_runs(tag):
@@ -113,7 +117,7 @@ def model_path(run: ServeRun, *, several: bool, show: bool) -> str:
         sys.exit(f"serve_model.py: set {variable} to {where}")
     # --show prints the config with the path it would read.
     found = os.environ.get(variable, f"${variable}")
-    return f"{found}/{run.model.rsplit('/', 1)[-1]}" if several else found
+    return f"{found}/{run.weights_folder}" if several else found
 
 
 # __model_end__
@@ -126,30 +130,35 @@ def print_compose(run: ServeRun, node_kind: str | None) -> None:
         compose = compose_for(run, node_kind)
     except ComposeError as error:
         sys.exit(f"serve_model.py: {error}")
-    refuse_what_would_not_start(run)
     for dropped in compose.dropped:
         print(f"serve_model.py: leaves out {dropped.name}: {dropped.why}", file=sys.stderr)
     print(compose.text(), end="")
+    refuse_what_would_not_start(
+        run, "fix what the lines above name in the file's `command` before you start it"
+    )
 
 
-def refuse_what_would_not_start(run: ServeRun) -> None:
-    """Stop before anything starts where the checker says the run's settings stop the
-    engine at start-up (a tutorial's command may pair settings its vLLM refuses)."""
+def refuse_what_would_not_start(run: ServeRun, fix: str) -> None:
+    """Exit with the checker's errors where they say the run's settings stop the engine at
+    start-up (a tutorial's command may pair settings its vLLM refuses); ``fix`` says what
+    to do instead."""
     errors = [f for f in check_serve_run(run) if f.severity is Severity.ERROR]
     for error in errors:
         print(f"serve_model.py: {error.rule_id}: {error.message} Fix: {error.fix}", file=sys.stderr)
     if errors:
         sys.exit(
-            f"serve_model.py: {run_key(run)} would stop at start-up as its source "
-            f"writes it; start a recipe of your own from `python serve_model.py --show "
-            f"{run_key(run)}` and fix what the lines above name"
+            f"serve_model.py: {run_key(run)} would stop at start-up as its source writes it; " + fix
         )
 
 
 def main() -> None:
     recipes = chosen_recipes()
     for recipe in recipes:
-        refuse_what_would_not_start(recipe.run)
+        refuse_what_would_not_start(
+            recipe.run,
+            f"start a recipe of your own from `python serve_model.py --show "
+            f"{run_key(recipe.run)}` and fix what the lines above name",
+        )
     if not recipes:
         return
     # __run_start__

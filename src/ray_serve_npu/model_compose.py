@@ -59,9 +59,24 @@ SERVICE_SETS: dict[str, str] = {
     "served_model_name": "the name clients send is the model's name in lower case, as on "
     "the Ray Serve LLM path",
 }
+#: vLLM's API key guards only paths under /v1, /v2 and /inference
+#: (vllm/entrypoints/serve/utils/server_utils.py:42, GUARDED_PREFIX, vLLM 0.25.1).
+_UNGUARDED = "which vLLM's API key does not guard (it guards /v1, /v2 and /inference only)"
+#: Settings of a run that open vLLM's own server wider than serving needs, with why;
+#: besides those that open any engine wider (``model_recipes.UNSAFE_SETTINGS``).
+SERVER_UNSAFE_SETTINGS: dict[str, str] = {
+    # vllm/entrypoints/serve/profile/api_router.py:37-45 (vLLM 0.25.1): "This should ONLY
+    # be used for local development!"
+    "profiler_config": "with a profiler set, vLLM's server adds /start_profile and "
+    f"/stop_profile, {_UNGUARDED}, and calls them for local development only",
+}
 #: The run's variables that the service leaves out, with why.
 ENVS_LEFT_OUT: dict[str, str] = {
     "SERVER_PORT": f"the CI's port for `vllm serve`; the service's is {PORT}",
+    # vllm/entrypoints/openai/api_server.py:198-201 (vLLM 0.25.1), which logs "SECURITY
+    # WARNING: Development endpoints are enabled! This should NOT be used in production!"
+    "VLLM_SERVER_DEV_MODE": "it adds vLLM's development endpoints (such as /sleep and "
+    f"/collective_rpc), {_UNGUARDED}, and vLLM warns against it in production",
 }
 
 
@@ -75,8 +90,6 @@ class ModelCompose(BaseModel):
     run: ServeRun
     node_kind: str
     service_name: str
-    #: The name clients send as ``model``.
-    model_id: str
     compose: dict[str, Any]
     dropped: list[Dropped]
 
@@ -88,14 +101,14 @@ class ModelCompose(BaseModel):
     def text(self) -> str:
         """The file: a header that says what it serves and how to start it, then the YAML."""
         run = self.run
-        name = run.model.rsplit("/", 1)[-1]
         header = [
             f"{run_key(run)}: {run.model} with `vllm serve` in vLLM-Ascend {run.release}'s "
             f"image, on one Atlas 800 {self.node_kind} node ({run.npus} NPUs).",
             f"Source: {run.path}:{run.line} at {run.release}.",
-            f"Start:  MODEL_PATH=/models/{name} docker compose -f {self.file_name} up -d",
+            f"Start:  MODEL_PATH=/models/{run.weights_folder} docker compose -f {self.file_name} "
+            "up -d",
             "        with the API key clients must send in OPENAI_API_KEY",
-            f'Serves: http://{HOST}:{PORT}/v1, model "{self.model_id}"',
+            f'Serves: http://{HOST}:{PORT}/v1, model "{run.served_name}"',
             *(f"Left out: {d.name}: {d.why}" for d in self.dropped),
         ]
         body = yaml.safe_dump(self.compose, sort_keys=False, width=2**16)
@@ -103,7 +116,8 @@ class ModelCompose(BaseModel):
 
 
 def _escaped(word: str) -> str:
-    # Compose fills `$NAME` from the shell that runs it; `$$` is a literal `$`.
+    # Compose fills `$NAME` from the shell that runs it, and refuses a `$` form it doesn't
+    # know (`price$`); `$$` is a literal `$`.
     return word.replace("$", "$$")
 
 
@@ -112,30 +126,37 @@ def _node_kind(run: ServeRun, node_kind: str | None) -> str:
     names none, the one kind whose node holds its NPUs."""
     named = run.node_kinds
     holding = [k for k, kind in NODE_KINDS.items() if run.npus <= kind.devices_per_node]
+    if not holding:
+        raise ComposeError(
+            f"{run_key(run)} uses {run.npus} NPUs, more than one node of any kind holds "
+            f"({', '.join(f'{k}: {kind.devices_per_node}' for k, kind in NODE_KINDS.items())})"
+        )
     if node_kind is None:
-        candidates = list(named) or holding
+        candidates = [k for k in named if k in holding] if named else holding
         if len(candidates) == 1:
             return candidates[0]
         said = f"its source names {' and '.join(named)}" if named else "its source names none"
         raise ComposeError(
-            f"{run_key(run)}: choose the node kind with --node-kind "
-            f"({' or '.join(candidates)}): {said}"
+            f"{run_key(run)}: {said}; pass "
+            + " or ".join(f"--node-kind {k}" for k in candidates or holding)
         )
     chosen = node_kind.upper()
     if chosen not in NODE_KINDS:
         raise ComposeError(
-            f"--node-kind {node_kind}: not a node kind; use one of {', '.join(NODE_KINDS)}"
+            f"--node-kind {node_kind}: not a node kind; pass "
+            + " or ".join(f"--node-kind {k}" for k in NODE_KINDS)
         )
     if named and chosen not in named:
         raise ComposeError(
-            f"{run_key(run)} runs on {' and '.join(named)}, not {chosen}: drop --node-kind "
-            "or name that node kind"
+            f"{run_key(run)} runs on {' and '.join(named)}, not {chosen}: pass "
+            + " or ".join(f"--node-kind {k}" for k in named)
+            + ", or leave the option out"
         )
     if chosen not in holding:
         raise ComposeError(
             f"{run_key(run)} uses {run.npus} NPUs and an {chosen} node has "
-            f"{NODE_KINDS[chosen].devices_per_node}: serve it on "
-            f"{' or '.join(f'an {k}' for k in holding)} node"
+            f"{NODE_KINDS[chosen].devices_per_node}: pass "
+            + " or ".join(f"--node-kind {k}" for k in holding)
         )
     return chosen
 
@@ -148,7 +169,7 @@ def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
         raise ComposeError(
             f"{run_key(run)} spans {run.nodes} nodes, each running a `vllm serve` of its "
             "own, and a Compose file starts one node's; serve it with Ray Serve LLM: "
-            f"python serve_model.py {run_key(run)}"
+            f'RAY_SERVE_NPU_API_KEY="$OPENAI_API_KEY" python serve_model.py {run_key(run)}'
         )
     kind = _node_kind(run, node_kind)
     flags = stored_flags(release(run.release).vllm)
@@ -160,7 +181,7 @@ def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
             (
                 reasons[key]
                 for key in given
-                for reasons in (SERVICE_SETS, UNSAFE_SETTINGS)
+                for reasons in (SERVICE_SETS, UNSAFE_SETTINGS, SERVER_UNSAFE_SETTINGS)
                 if key in reasons
             ),
             None,
@@ -175,17 +196,19 @@ def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
         set_it="Compose would fill it from the shell that runs `docker compose` instead: "
         "set {name} in the service's environment to its value on the node",
     )
-    name = run.model.rsplit("/", 1)[-1]
-    model_id = name.lower()
-    in_container = f"{MODELS_IN_CONTAINER}/{name}"
+    in_container = f"{MODELS_IN_CONTAINER}/{run.weights_folder}"
     service_name = run_key(run).lower()
     command = [
         *("vllm", "serve", in_container),
-        *("--served-model-name", model_id, "--host", HOST, "--port", str(PORT)),
+        *("--served-model-name", run.served_name, "--host", HOST, "--port", str(PORT)),
         *(_escaped(word) for word in words),
     ]
+    try:
+        image = release(run.release).image(kind)
+    except LookupError as error:
+        raise ComposeError(str(error)) from None
     service = {
-        "image": release(run.release).image(kind),
+        "image": image,
         "container_name": service_name,
         **CONTAINER,
         "devices": [f"/dev/davinci{index}" for index in range(run.npus)] + list(CONTROL_DEVICES),
@@ -202,7 +225,6 @@ def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
         run=run,
         node_kind=kind,
         service_name=service_name,
-        model_id=model_id,
         compose={"services": {service_name: service}},
         dropped=dropped + left_out,
     )

@@ -169,7 +169,7 @@ def recipe_for(run: ServeRun, model_source: str) -> ModelRecipe:
     dropped += left_out
     llm_config: dict[str, Any] = {
         "model_loading_config": {
-            "model_id": run.model.rsplit("/", 1)[-1].lower(),
+            "model_id": run.served_name,
             "model_source": model_source,
         },
         "accelerator_config": {"kind": "npu"},

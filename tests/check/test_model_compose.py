@@ -6,6 +6,7 @@ set up their container as the generated services do."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ from ray_serve_npu.model_compose import (
 from ray_serve_npu.model_recipes import find_run, run_key
 from ray_serve_npu.releases import SERVE_LLM_RELEASE, release
 from ray_serve_npu.releases.runs import serve_runs
-from ray_serve_npu.vllm_cli import interpolate_compose
+from ray_serve_npu.vllm_cli import SHELL_EXPANSION, interpolate_compose
 from ray_serve_npu.vllm_flags import stored_flags
 
 TAG = SERVE_LLM_RELEASE.tag
@@ -85,7 +86,17 @@ def test_the_service_passes_the_runs_own_words_and_variables(run: Any, kind: str
     expected = {k: v for k, v in run.settings.items() if k not in dropped}
     assert given == {**expected, **ours}
     # Each setting it doesn't pass is one the service sets itself or an unsafe one.
-    assert dropped & set(run.settings) <= {*ours, "allowed_local_media_path"}
+    assert dropped & set(run.settings) <= {*ours, "allowed_local_media_path", "profiler_config"}
+    # Each variable it doesn't pass is the CI's port, vLLM's development mode, one whose
+    # value a shell expands, or a name no program reads.
+    left_out = {
+        name
+        for name, value in run.envs.items()
+        if name in {"SERVER_PORT", "VLLM_SERVER_DEV_MODE"}
+        or SHELL_EXPANSION.search(value)
+        or not name.replace("_", "").isalnum()
+    }
+    assert dropped & set(run.envs) == left_out
     assert service["environment"] == {
         **{k: v for k, v in run.envs.items() if k not in dropped},
         **API_KEY_ENV,
@@ -109,13 +120,30 @@ def test_a_variable_the_shell_expands_is_left_out_with_where_to_set_it() -> None
     assert why.endswith("set LD_PRELOAD in the service's environment to its value on the node")
 
 
+def test_what_opens_vllms_server_past_its_api_key_is_left_out_with_why() -> None:
+    dev_mode = compose_for(find_run("DeepSeek-V3.2-W8A8-DCP-replicated-indexer", TAG))
+    assert "VLLM_SERVER_DEV_MODE" in dev_mode.run.envs
+    assert "VLLM_SERVER_DEV_MODE" not in _service(dev_mode)["environment"]
+    (why,) = [d.why for d in dev_mode.dropped if d.name == "VLLM_SERVER_DEV_MODE"]
+    assert "/collective_rpc" in why and "does not guard" in why
+    profiler = compose_for(find_run("Kimi-K2.6", TAG))
+    assert "profiler_config" in profiler.run.settings
+    assert "--profiler-config" not in _service(profiler)["command"]
+    (why,) = [d.why for d in profiler.dropped if d.name == "profiler_config"]
+    assert "/start_profile" in why and "does not guard" in why
+
+
 @pytest.mark.parametrize(
     ("run_name", "kind", "message"),
     [
         ("DeepSeek-V4-Pro-A3", None, "spans 2 nodes, each running a `vllm serve` of its own"),
-        ("Kimi-K2.6", "A2", "uses 16 NPUs and an A2 node has 8: serve it on an A3 node"),
-        ("Qwen3-32B-W8A8-single-a2", "A3", "runs on A2, not A3: drop --node-kind"),
-        ("Qwen3-32B-W8A8-single-a2", "A5", "--node-kind A5: not a node kind; use one of A2, A3"),
+        ("Kimi-K2.6", "A2", "uses 16 NPUs and an A2 node has 8: pass --node-kind A3"),
+        ("Qwen3-32B-W8A8-single-a2", "A3", "runs on A2, not A3: pass --node-kind A2, or leave"),
+        (
+            "Qwen3-32B-W8A8-single-a2",
+            "A5",
+            "not a node kind; pass --node-kind A2 or --node-kind A3",
+        ),
     ],
 )
 def test_a_run_one_service_cant_serve_gets_why(
@@ -135,9 +163,18 @@ def test_a_run_whose_source_names_no_node_kind_asks_for_one() -> None:
     either = run.model_copy(update={"settings": {**run.settings, "data_parallel_size": 1}})
     with pytest.raises(ComposeError) as error:
         compose_for(either)
-    assert "choose the node kind with --node-kind (A2 or A3): its source names none" in str(
+    assert "Kimi-K2.6: its source names none; pass --node-kind A2 or --node-kind A3" in str(
         error.value
     )
+    # On more NPUs than any node holds, none does.
+    too_many = run.model_copy(update={"settings": {**run.settings, "data_parallel_size": 8}})
+    with pytest.raises(ComposeError) as error:
+        compose_for(too_many)
+    assert "uses 32 NPUs, more than one node of any kind holds (A2: 8, A3: 16)" in str(error.value)
+    # A node kind its source names must still hold it.
+    named = too_many.model_copy(update={"node_kind": "A3"})
+    with pytest.raises(ComposeError):
+        compose_for(named)
 
 
 @pytest.mark.parametrize("recipe", ["docker-compose.yaml", "docker-compose-a3.yaml"])
@@ -153,16 +190,25 @@ def test_the_readable_compose_recipes_set_up_their_container_as_generated_ones(
     assert service["command"][service["command"].index("--port") + 1] == str(PORT)
 
 
+def _pages_compose_run() -> str:
+    """The run the models page writes a Compose file for, read from its command."""
+    page = (RECIPES.parent / "docs" / "models.md").read_text()
+    (run,) = re.findall(r"python serve_model\.py --compose (\S+) > ", page)
+    return run
+
+
 def test_the_models_pages_file_passes_the_check_command(tmp_path: Path) -> None:
-    # The run the models page writes a Compose file for and checks (its section
-    # "Serve one of these models with Docker Compose", step 2).
+    # The section "Serve one of these models with Docker Compose": step 1 writes the file,
+    # step 2 checks it and shows what the check prints.
+    run_name = _pages_compose_run()
     printed = subprocess.run(
-        [sys.executable, RECIPES / "serve_model.py", "--compose", "Qwen3-32B-W8A8-single-a3"],
+        [sys.executable, RECIPES / "serve_model.py", "--compose", run_name],
         capture_output=True,
         text=True,
         check=True,
     )
-    path = tmp_path / "docker-compose-qwen3-32b-w8a8-single-a3.yaml"
+    path = tmp_path / compose_for(find_run(run_name, TAG)).file_name
+    assert f"{run_name} > {path.name}" in (RECIPES.parent / "docs" / "models.md").read_text()
     path.write_text(printed.stdout)
     checked = subprocess.run(
         [sys.executable, "-m", "ray_serve_npu.cli", "check", path.name],

@@ -64,7 +64,7 @@ def _model_findings(path: Path) -> list[Finding]:
 def _config(run_name: str) -> dict[str, Any]:
     run = find_run(run_name, TAG)
     # Weights in a folder named as the model, as the recipes and the CI keep them.
-    return recipe_for(run, f"/models/{run.model.rsplit('/', 1)[-1]}").llm_config
+    return recipe_for(run, f"/models/{run.weights_folder}").llm_config
 
 
 #: Each model's run on both paths: a Ray Serve LLM recipe, and a Compose service where

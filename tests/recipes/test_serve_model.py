@@ -175,3 +175,7 @@ def test_compose_of_what_one_service_cant_serve_gets_the_fix_not_a_traceback() -
     stray = _run("--node-kind", "A3", RUN, model_path=None)
     assert stray.returncode == 2 and "--node-kind goes with --compose" in stray.stderr
     assert stray.stdout == ""
+    both = _run("--show", "--compose", RUN, model_path=None)
+    assert both.returncode == 2 and "each print one thing; pass one of them" in both.stderr
+    no_run = _run("--compose", model_path=None)
+    assert no_run.returncode == 2 and "--compose needs the RUN" in no_run.stderr

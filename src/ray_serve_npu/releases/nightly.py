@@ -129,6 +129,17 @@ class ServeRun(BaseModel):
         return tuple(sorted({entry.node_kind for entry in self.schedule}))
 
     @property
+    def weights_folder(self) -> str:
+        """The folder name of the run's weights: its model's repository name
+        (``Qwen3-32B-W8A8`` for ``vllm-ascend/Qwen3-32B-W8A8``)."""
+        return self.model.rsplit("/", 1)[-1]
+
+    @property
+    def served_name(self) -> str:
+        """The name the recipes serve the model as: its folder name in lower case."""
+        return self.weights_folder.lower()
+
+    @property
     def tensor_parallel(self) -> int:
         return self.settings.get("tensor_parallel_size") or 1
 
