@@ -19,7 +19,7 @@ from editions import code_cell, edition_texts, table_frame
 from nightly_runs import source_link
 from ray_serve_npu_tooling.cpu_architectures import CPU_ARCHITECTURES_FILE
 from ray_serve_npu_tooling.model_dry_runs import MODEL_DRY_RUNS_FILE, committed_dry_runs
-from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
+from ray_serve_npu_tooling.served_runs import FAKE_TIER_COMPOSE_RUN, FAKE_TIER_SERVED_RUNS
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -149,7 +149,7 @@ class ModelArchitectures(SphinxDirective):
         table, body = table_frame("model-architectures", columns, (18, 14, 28, 40))
         for family in model_families(tag):
             # The run the tier serves for the family's class, where it is of this family.
-            run = FAKE_TIER_SERVED_RUNS.get(family.architecture)
+            run = dict([FAKE_TIER_COMPOSE_RUN], **FAKE_TIER_SERVED_RUNS).get(family.architecture)
             served_run = run if run and family.matches(find_run(run, tag).model) else None
             sources = nodes.entry()
             for source in family.sources:

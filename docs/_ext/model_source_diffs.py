@@ -6,7 +6,8 @@ tutorial's shell blocks); the CI's are its configs at the tag
 (:mod:`ray_serve_npu.releases.runs`). Each engine setting is compared as the release's
 vLLM parses it, a JSON object's keys one by one (``--additional-config.KEY``, vLLM's own
 way of writing one key), and each variable by name. What every recipe sets its own way,
-the server's port, address and served name, is left out of the comparison.
+the server's port, address and served name, and what both paths' recipes leave out, are
+left out of the comparison.
 """
 
 from __future__ import annotations
@@ -21,16 +22,20 @@ from nightly_runs import source_link
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from ray_serve_npu import compat
+from ray_serve_npu import compat, model_compose, model_recipes
 from ray_serve_npu.check.model_runs import model_key
+from ray_serve_npu.model_compose import SERVICE_SETS
 from ray_serve_npu.model_recipes import run_key
 from ray_serve_npu.releases import DATA_DIR, RELEASES
 from ray_serve_npu.releases.runs import serve_runs
 from ray_serve_npu.vllm_cli import engine_flag
 from ray_serve_npu.vllm_flags import stored_flags
 
-#: The settings each recipe gives its own value, and the CI's variable for its port.
-OWN_TO_EACH_RECIPE = frozenset({"port", "host", "served_model_name", "SERVER_PORT"})
+#: The settings each recipe gives its own value, and the variables both paths' recipes
+#: leave out (the CI's variable for its port).
+OWN_TO_EACH_RECIPE = frozenset(SERVICE_SETS) | (
+    model_compose.ENVS_LEFT_OUT.keys() & model_recipes.ENVS_LEFT_OUT.keys()
+)
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
@@ -57,6 +62,7 @@ class SourceDifference:
     """One setting that a model's CI run and its tutorial's run on one node kind set
     differently; a value is None where that source leaves the setting out."""
 
+    #: The model's weights folder (``DeepSeek-V4-Flash-w8a8-mtp``).
     model: str
     node_kind: str
     #: ``--flag``, ``--flag.key`` for one key of a JSON flag, or a variable's name.
@@ -112,7 +118,7 @@ def source_differences(tag: str) -> list[SourceDifference]:
                     continue
                 differences.append(
                     SourceDifference(
-                        model=ci_run.model,
+                        model=ci_run.weights_folder,
                         node_kind=kind,
                         setting=setting,
                         ci_run=run_key(ci_run),
@@ -144,7 +150,7 @@ class ModelSourceDiffs(SphinxDirective):
         for row in source_differences(tag):
             body += nodes.row(
                 "",
-                code_cell(f"`{row.model.rsplit('/', 1)[-1]}`"),
+                code_cell(f"`{row.model}`"),
                 code_cell(row.node_kind),
                 code_cell(f"`{row.setting}`"),
                 value_cell(row.ci_value, row.ci_source, row.ci_run),

@@ -24,7 +24,7 @@ from ray_serve_npu_tooling.model_dry_runs import (
     answered_runs,
     committed_dry_runs,
 )
-from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
+from ray_serve_npu_tooling.served_runs import fake_tier_served
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from upstream_links import UPSTREAMS, resolve
@@ -49,6 +49,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "source": "Source",
         "tested": "How tested",
         "served": "served on the fake-NPU tier",
+        "served_compose": "served on the fake-NPU tier through its Compose file",
         "dry_run": "checked; dry-run on the fake-NPU tier on {date}",
         "checked": "checked, no engine",
         "refused": "checked: the checker refuses it as written ({rules})",
@@ -79,6 +80,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "source": "来源",
         "tested": "测试方式",
         "served": "在模拟 NPU 层上运行服务",
+        "served_compose": "通过其 Compose 文件在模拟 NPU 层上运行服务",
         "dry_run": "已检查；{date} 在模拟 NPU 层上试运行",
         "checked": "已检查，未启动引擎",
         "refused": "已检查：检查器拒绝其原样设置（{rules}）",
@@ -132,14 +134,14 @@ def _source(run: ServeRun | SetAside) -> nodes.entry:
 def _tested(
     key: str,
     words: dict[str, str],
-    served: frozenset[str],
+    served: dict[str, str],
     refused: dict[str, tuple[str, ...]],
     dry_run: dict[str, str],
 ) -> str:
     if key in refused:
         return words["refused"].format(rules=", ".join(f"`{rule}`" for rule in refused[key]))
     if key in served:
-        return words["served"]
+        return words["served_compose" if served[key] == "compose" else "served"]
     if key in dry_run:
         return words["dry_run"].format(date=dry_run[key])
     return words["checked"]
@@ -165,11 +167,12 @@ def _speculative(run: ServeRun) -> str | None:
 def nightly_table(
     runs: list[ServeRun],
     words: dict[str, str],
-    served: frozenset[str],
+    served: dict[str, str],
     refused: dict[str, tuple[str, ...]],
     dry_run: dict[str, str],
 ) -> nodes.table:
-    """One row per run; "How tested" says served for the runs named in ``served``, dry-run
+    """One row per run; "How tested" says served, and on which path, for the runs named in
+    ``served`` (run -> ``ray-serve-llm`` or ``compose``), dry-run
     on its date for the runs ``dry_run`` names, and names the error rules of the runs
     ``refused`` names."""
     table, body = table_frame(
@@ -243,7 +246,7 @@ class NightlyRuns(SphinxDirective):
             return [set_aside_table(configs, words)]
         # serve_model.py, and so the fake tier, serves the pinned release's runs only.
         pinned = tag == compat.VLLM_ASCEND.tag
-        served = frozenset(FAKE_TIER_SERVED_RUNS.values() if pinned else ())
+        served = fake_tier_served() if pinned else {}
         docs_dir = Path(self.env.srcdir)
         self.env.note_dependency(str(docs_dir / MODEL_DRY_RUNS_FILE))
         dry_run = answered_runs(committed_dry_runs(docs_dir)) if pinned else {}

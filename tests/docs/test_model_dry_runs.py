@@ -13,6 +13,7 @@ import pytest
 from ray_serve_npu_tooling.model_dry_runs import (
     command_for,
     committed_dry_runs,
+    compose_command_for,
     first_run_of_each_model,
     read_output,
     stand_in_reason,
@@ -41,6 +42,18 @@ def test_the_record_dry_runs_each_model_of_the_pinned_release_as_the_tool_would_
     assert recorded == expected and len(recorded) >= 7
 
 
+def test_the_record_dry_runs_each_single_node_runs_compose_file_as_the_tool_would_today() -> None:
+    runs = first_run_of_each_model(RECORD["release"])
+    for dry_run, run in zip(RECORD["dry_runs"], runs, strict=True):
+        command = compose_command_for(run)
+        if isinstance(command, str):
+            assert dry_run["compose"] == {"not_built": command}
+        else:
+            assert dry_run["compose"]["command"] == command.command
+    built = [d for d in RECORD["dry_runs"] if "not_built" not in d["compose"]]
+    assert len(built) >= 7
+
+
 def test_a_dry_runs_output_is_read_into_its_stand_in_its_name_and_its_verdict() -> None:
     stand_in = (
         "fake-npu tier: model_loading_config.model_source: '/models/M' -> "
@@ -60,6 +73,13 @@ def test_a_dry_runs_output_is_read_into_its_stand_in_its_name_and_its_verdict() 
     failed = read_output(stdout, "x\nray-serve-npu dry-run: serve_model.py did not come up\n", 1)
     assert failed["answered"] is False
     assert failed["error"] == "serve_model.py did not come up"
+    # vLLM's own server, which a Compose file runs, prints its stand-in line on stderr.
+    compose_stand_in = "fake-npu tier: vllm serve MODEL: '/models/M' -> '/tmp/t/tiny' (why)"
+    served = stdout.splitlines()[1] + "\n" + STOPPED_LINE + "\n"
+    compose = read_output(
+        served, compose_stand_in + "\n", 0, stand_in_field="fake-npu tier: vllm serve MODEL: "
+    )
+    assert compose["stand_in"] == "'/models/M' -> '/tmp/t/tiny' (why)" and compose["answered"]
 
 
 @pytest.mark.parametrize("language", sorted(TEXTS))
@@ -79,15 +99,31 @@ def test_the_pages_sentence_and_results_are_read_from_the_record(language: str) 
 
 
 def test_a_made_up_record_reads_with_its_counts_days_and_errors() -> None:
+    answered = {"answered": True, "served_as": ["a"], "seconds": 61}
     rows = [
-        {"run": "A", "date": "2026-12-01", "answered": True, "served_as": ["a"], "seconds": 61},
-        {"run": "B", "date": "2026-12-03", "answered": False, "error": "it said `boom`"},
-        {"run": "C", "date": "2026-12-03", "answered": False, "error": "no end within 900 s"},
+        {"run": "A", "date": "2026-12-01", **answered, "compose": answered},
+        {
+            "run": "B",
+            "date": "2026-12-03",
+            "answered": False,
+            "error": "it said `boom`",
+            "compose": {"not_built": "B spans 2 nodes"},
+        },
+        {
+            "run": "C",
+            "date": "2026-12-03",
+            "answered": False,
+            "error": "no end within 900 s",
+            "compose": {"answered": False, "error": "no end within 900 s"},
+        },
     ]
     record = {**RECORD, "dry_runs": rows}
     words = TEXTS["en"]
     sentence = summary(record, words)
     assert sentence.startswith("Between 2026-12-01 and 2026-12-03, ")
     assert "one run of each of the 3 models" in sentence and ": 1 answered" in sentence
+    assert "for each of the 2 runs of one node as well" in sentence
+    assert sentence.endswith("container: 1 answered.")
+    assert result(rows[1]["compose"], words) == "no Compose file: B spans 2 nodes"
     assert result(rows[0], words) == "served `a`, answered a chat request (61 s)"
     assert result(rows[1], words) == "failed: it said 'boom'"

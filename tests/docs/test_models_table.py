@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 from ray_serve_npu_tooling.model_dry_runs import answered_runs, committed_dry_runs
-from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
+from ray_serve_npu_tooling.served_runs import (
+    FAKE_TIER_COMPOSE_RUN,
+    FAKE_TIER_SERVED_RUNS,
+    fake_tier_served,
+)
 
 from ray_serve_npu import compat
 from ray_serve_npu.model_recipes import find_run, run_key
@@ -30,8 +34,7 @@ DRY_RUN = answered_runs(committed_dry_runs(DOCS))
 def _rows(language: str) -> dict[str, list[str]]:
     """Each row's cells as text, by the run's name in its first cell: "(name)"."""
     runs = list(serve_runs(TAG))
-    served = frozenset(FAKE_TIER_SERVED_RUNS.values())
-    table = nightly_table(runs, TEXTS[language], served, REFUSED, DRY_RUN)
+    table = nightly_table(runs, TEXTS[language], fake_tier_served(), REFUSED, DRY_RUN)
     (body,) = table.findall(lambda node: node.tagname == "tbody")
     rows = [[cell.astext() for cell in row.children] for row in body.children]
     by_name = {cells[0].rsplit("(", 1)[1].rstrip(")"): cells for cells in rows}
@@ -45,6 +48,9 @@ def test_how_tested_says_served_for_the_served_runs_alone(language: str) -> None
     tested = {name: cells[-1] for name, cells in _rows(language).items()}
     served = set(FAKE_TIER_SERVED_RUNS.values())
     assert {name for name, cell in tested.items() if cell == words["served"]} == served
+    composed = {name for name, cell in tested.items() if cell == words["served_compose"]}
+    assert composed == {FAKE_TIER_COMPOSE_RUN[1]}
+    served |= composed
     dry_run = {name: words["dry_run"].format(date=date) for name, date in DRY_RUN.items()}
     assert {name for name, cell in tested.items() if cell in dry_run.values()} == (
         set(dry_run) - served - set(REFUSED)
@@ -71,7 +77,7 @@ def test_how_tested_names_the_errors_of_a_run_the_checker_refuses(language: str)
 
 def test_every_served_run_is_a_run_of_the_pinned_release() -> None:
     assert FAKE_TIER_SERVED_RUNS
-    for architecture, name in FAKE_TIER_SERVED_RUNS.items():
+    for architecture, name in [*FAKE_TIER_SERVED_RUNS.items(), FAKE_TIER_COMPOSE_RUN]:
         run = find_run(name, TAG)
         assert run_key(run) == name
         # Each is a run of a family of the class it serves.

@@ -10,9 +10,10 @@ lines show each run's own values arriving (its tensor parallel size, its context
 quantization), which only the builder could have put there, and the tiny model of its
 class standing in; the dry-run asks each model one chat request.
 
-The dense run is also served on the Compose path: the Compose file that
-``serve_model.py --compose RUN`` prints, dry-run as the models page says, with vLLM's own
-server (CPU build) in place of the container.
+A run of the class with latent attention, which is data parallel and so can't join that
+app, is served on the Compose path: the Compose file that ``serve_model.py --compose RUN``
+prints, dry-run as the models page says, with vLLM's own server (CPU build) in place of
+the container, on its class's tiny model.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from dry_runs import RECIPES, dry_run
-from ray_serve_npu_tooling.served_runs import FAKE_TIER_SERVED_RUNS
+from ray_serve_npu_tooling.served_runs import FAKE_TIER_COMPOSE_RUN, FAKE_TIER_SERVED_RUNS
 
 from ray_serve_npu import compat
 from ray_serve_npu.fake_npu.dry_run import CHAT_LINE_END, STOPPED_LINE
@@ -68,19 +69,19 @@ def test_fake_npu_serve_model_serves_a_ci_run_with_its_own_settings_on_its_class
     # The tiny model of the run's class stood in, and the line says whose class it is.
     family = family_of(run.model, TAG)
     assert family is not None and family.architecture == architecture
-    weights = f"/models/{run.model.rsplit('/', 1)[-1]}"
+    weights = f"/models/{run.weights_folder}"
     tiny = f"tiny-{STAND_IN_SPECS[architecture].family}-{STAND_IN_SPECS[architecture].digest()}"
     (line,) = [line for line in done.stdout.splitlines() if f"{weights!r} -> " in line]
     assert f"{tiny}'" in line
     assert f"stands in for {family.family}'s weights, of its architecture class" in line
-    assert f"serves {run.model.rsplit('/', 1)[-1].lower()!r}; {CHAT_LINE_END}" in done.stdout
+    assert f"serves {run.served_name!r}; {CHAT_LINE_END}" in done.stdout
     assert done.stdout.rstrip().endswith(STOPPED_LINE)
 
 
 @pytest.fixture(scope="module")
 def compose_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Compose file ``serve_model.py --compose RUN`` prints for the dense run."""
-    name = FAKE_TIER_SERVED_RUNS["dense"]
+    """The Compose file ``serve_model.py --compose RUN`` prints for the Compose run."""
+    _, name = FAKE_TIER_COMPOSE_RUN
     printed = subprocess.run(
         [sys.executable, RECIPES / "serve_model.py", "--compose", name],
         capture_output=True,
@@ -92,16 +93,15 @@ def compose_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_fake_npu_compose_service_of_a_ci_run_serves_it_with_its_own_settings(
+def test_fake_npu_compose_file_of_a_ci_run_serves_it_on_its_classes_tiny_model(
     compose_file: Path,
 ) -> None:
-    run = find_run(FAKE_TIER_SERVED_RUNS["dense"], TAG)
+    architecture, name = FAKE_TIER_COMPOSE_RUN
+    run = find_run(name, TAG)
     compose = compose_for(run)
-    name = run.model.rsplit("/", 1)[-1]
+    weights = f"/models/{run.weights_folder}"
     done = dry_run(
-        compose_file,
-        env={"MODEL_PATH": f"/models/{name}"},
-        options=["--node-kind", compose.node_kind],
+        compose_file, env={"MODEL_PATH": weights}, options=["--node-kind", compose.node_kind]
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
@@ -109,12 +109,19 @@ def test_fake_npu_compose_service_of_a_ci_run_serves_it_with_its_own_settings(
     assert f"running `docker compose -f {compose.file_name} up -d`" in done.stdout
     # The run's values, from its config at the tag, reached vLLM's own command line: the
     # adapter's lines, which vLLM's server process prints on its stderr.
-    assert f"fake-npu tier: vllm serve --tensor-parallel-size: '{run.tensor_parallel}' -> 1" in (
-        done.stderr
-    )
-    assert f"fake-npu tier: vllm serve --max-model-len: '{run.max_model_len}' -> 1024" in (
-        done.stderr
-    )
+    for flag, value in (
+        ("--tensor-parallel-size", run.tensor_parallel),
+        ("--max-model-len", run.max_model_len),
+    ):
+        assert f"fake-npu tier: vllm serve {flag}: '{value}' -> " in done.stderr
+    # Its data-parallel ranks stay: the tier changes no --data-parallel-size.
+    assert run.data_parallel > 1 and "vllm serve --data-parallel-size" not in done.stderr
     assert f"fake-npu tier: dropped vllm serve --quantization={run.quantization!r}" in done.stderr
-    assert f"serves {name.lower()!r}; {CHAT_LINE_END}" in done.stdout
+    # The tiny model of the run's class stood in, and the line says whose class it is.
+    family = family_of(run.model, TAG)
+    assert family is not None and family.architecture == architecture
+    tiny = f"tiny-{STAND_IN_SPECS[architecture].family}-{STAND_IN_SPECS[architecture].digest()}"
+    (line,) = [line for line in done.stderr.splitlines() if f"{weights!r} -> " in line]
+    assert f"{tiny}'" in line and f"of its architecture class `{architecture}`" in line
+    assert f"serves {run.served_name!r}; {CHAT_LINE_END}" in done.stdout
     assert done.stdout.rstrip().endswith(STOPPED_LINE)
