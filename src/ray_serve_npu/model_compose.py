@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from ray_serve_npu.envs import API_KEY_ENV_VAR
 from ray_serve_npu.hardware import NODE_KINDS
 from ray_serve_npu.model_recipes import UNSAFE_SETTINGS, Dropped, run_environment, run_key
 from ray_serve_npu.releases.loader import release
@@ -169,7 +170,7 @@ def compose_for(run: ServeRun, node_kind: str | None = None) -> ModelCompose:
         raise ComposeError(
             f"{run_key(run)} spans {run.nodes} nodes, each running a `vllm serve` of its "
             "own, and a Compose file starts one node's; serve it with Ray Serve LLM: "
-            f'RAY_SERVE_NPU_API_KEY="$OPENAI_API_KEY" python serve_model.py {run_key(run)}'
+            f'{API_KEY_ENV_VAR}="$OPENAI_API_KEY" python serve_model.py {run_key(run)}'
         )
     kind = _node_kind(run, node_kind)
     flags = stored_flags(release(run.release).vllm)
