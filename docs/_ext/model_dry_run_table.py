@@ -29,10 +29,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "summary": "{when}, `{command}` dry-ran one run of each of the {models} models "
         "of vLLM-Ascend {release} above, one after another, with `serve_model.py` on the "
         "fake-NPU tier (Ray {ray}, vLLM {vllm}'s CPU build, fake NPUs, a tiny random model "
-        "in place of the weights): {answered} answered a chat request. It dry-ran the "
-        "Compose file that `serve_model.py --compose` writes for each of the {single} "
-        "runs of one node as well, with vLLM's own server in place of the container: "
-        "{compose_answered} answered.",
+        "in place of the weights): {answered} answered a chat request. It also dry-ran "
+        "the Compose file that `serve_model.py --compose` writes, for each of the "
+        "{single} runs it writes one for, with vLLM's own server in place of the "
+        "container: {compose_answered} answered.",
         "model": "Model",
         "run": "Run dry-run",
         "stand_in": "What stood in for the weights, in the tier's words",
@@ -48,8 +48,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "summary": "{when}，`{command}` 在模拟 NPU 层上用 `serve_model.py` 依次试运行了上表中 "
         "vLLM-Ascend {release} 的 {models} 个模型各一个运行（Ray {ray}，vLLM {vllm} 的 CPU "
         "版本，模拟 NPU，以微型随机模型代替权重）：{answered} 个回答了聊天请求。它还试运行了 "
-        "`serve_model.py --compose` 为其中 {single} 个单节点运行写出的 Compose 文件，以 vLLM "
-        "自己的服务器代替容器：{compose_answered} 个回答了聊天请求。",
+        "`serve_model.py --compose` 写出的 Compose 文件（共有 {single} 个运行有这样的文件），"
+        "以 vLLM 自己的服务器代替容器：{compose_answered} 个回答了聊天请求。",
         "model": "模型",
         "run": "试运行的运行",
         "stand_in": "代替权重的模型及原因（模拟层的原话）",

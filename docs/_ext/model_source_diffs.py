@@ -6,8 +6,8 @@ tutorial's shell blocks); the CI's are its configs at the tag
 (:mod:`ray_serve_npu.releases.runs`). Each engine setting is compared as the release's
 vLLM parses it, a JSON object's keys one by one (``--additional-config.KEY``, vLLM's own
 way of writing one key), and each variable by name. What every recipe sets its own way,
-the server's port, address and served name, and what both paths' recipes leave out, are
-left out of the comparison.
+the server's port, address and served name, and the variables both paths' recipes leave
+out, are left out of the comparison.
 """
 
 from __future__ import annotations

@@ -74,8 +74,9 @@ SERVER_UNSAFE_SETTINGS: dict[str, str] = {
 #: The run's variables that the service leaves out, with why.
 ENVS_LEFT_OUT: dict[str, str] = {
     "SERVER_PORT": f"the CI's port for `vllm serve`; the service's is {PORT}",
-    # vllm/entrypoints/openai/api_server.py:198-201 (vLLM 0.25.1), which logs "SECURITY
-    # WARNING: Development endpoints are enabled! This should NOT be used in production!"
+    # vllm/entrypoints/openai/api_server.py:198-201 (vLLM 0.25.1) registers them, and
+    # vllm/entrypoints/serve/__init__.py:35-39 logs "SECURITY WARNING: Development
+    # endpoints are enabled! This should NOT be used in production!"
     "VLLM_SERVER_DEV_MODE": "it adds vLLM's development endpoints (such as /sleep and "
     f"/collective_rpc), {_UNGUARDED}, and vLLM warns against it in production",
 }
@@ -124,7 +125,8 @@ def _escaped(word: str) -> str:
 
 def _node_kind(run: ServeRun, node_kind: str | None) -> str:
     """The node kind asked for, else the run's: the one its source names, or where it
-    names none, the one kind whose node holds its NPUs."""
+    names none, the one kind whose node holds its NPUs. Where no kind the source names
+    holds the run, only ``--node-kind`` may choose one that does."""
     named = run.node_kinds
     holding = [k for k, kind in NODE_KINDS.items() if run.npus <= kind.devices_per_node]
     if not holding:
@@ -132,14 +134,16 @@ def _node_kind(run: ServeRun, node_kind: str | None) -> str:
             f"{run_key(run)} uses {run.npus} NPUs, more than one node of any kind holds "
             f"({', '.join(f'{k}: {kind.devices_per_node}' for k, kind in NODE_KINDS.items())})"
         )
+    # The kinds the source names that hold the run; where none does, any kind that holds it.
+    fitting = [k for k in named if k in holding] or holding
     if node_kind is None:
-        candidates = [k for k in named if k in holding] if named else holding
-        if len(candidates) == 1:
-            return candidates[0]
+        if len(fitting) == 1 and (not named or fitting[0] in named):
+            return fitting[0]
         said = f"its source names {' and '.join(named)}" if named else "its source names none"
+        if named and not set(named) & set(holding):
+            said += f", whose node holds fewer than its {run.npus} NPUs"
         raise ComposeError(
-            f"{run_key(run)}: {said}; pass "
-            + " or ".join(f"--node-kind {k}" for k in candidates or holding)
+            f"{run_key(run)}: {said}; pass " + " or ".join(f"--node-kind {k}" for k in fitting)
         )
     chosen = node_kind.upper()
     if chosen not in NODE_KINDS:
@@ -147,17 +151,17 @@ def _node_kind(run: ServeRun, node_kind: str | None) -> str:
             f"--node-kind {node_kind}: not a node kind; pass "
             + " or ".join(f"--node-kind {k}" for k in NODE_KINDS)
         )
-    if named and chosen not in named:
-        raise ComposeError(
-            f"{run_key(run)} runs on {' and '.join(named)}, not {chosen}: pass "
-            + " or ".join(f"--node-kind {k}" for k in named)
-            + ", or leave the option out"
+    if chosen not in fitting:
+        holds = (
+            f"{run_key(run)} runs on {' and '.join(named)}, not {chosen}"
+            if chosen in holding
+            else f"{run_key(run)} uses {run.npus} NPUs and an {chosen} node has "
+            f"{NODE_KINDS[chosen].devices_per_node}"
         )
-    if chosen not in holding:
         raise ComposeError(
-            f"{run_key(run)} uses {run.npus} NPUs and an {chosen} node has "
-            f"{NODE_KINDS[chosen].devices_per_node}: pass "
-            + " or ".join(f"--node-kind {k}" for k in holding)
+            f"{holds}: pass "
+            + " or ".join(f"--node-kind {k}" for k in fitting)
+            + (", or leave the option out" if len(fitting) == 1 and fitting[0] in named else "")
         )
     return chosen
 

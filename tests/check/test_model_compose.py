@@ -171,10 +171,34 @@ def test_a_run_whose_source_names_no_node_kind_asks_for_one() -> None:
     with pytest.raises(ComposeError) as error:
         compose_for(too_many)
     assert "uses 32 NPUs, more than one node of any kind holds (A2: 8, A3: 16)" in str(error.value)
-    # A node kind its source names must still hold it.
-    named = too_many.model_copy(update={"node_kind": "A3"})
-    with pytest.raises(ComposeError):
-        compose_for(named)
+    # A source that names a node kind too small for the run: only --node-kind chooses
+    # one that holds it, and each refusal names that one.
+    on_a2 = run.model_copy(update={"node_kind": "A2"})
+    for kind in (None, "A2"):
+        with pytest.raises(ComposeError) as error:
+            compose_for(on_a2, kind)
+        assert str(error.value).endswith("pass --node-kind A3"), error.value
+    assert "whose node holds fewer than its 16 NPUs" in _message(on_a2, None)
+    assert compose_for(on_a2, "A3").node_kind == "A3"
+
+
+def _message(run: Any, kind: str | None) -> str:
+    with pytest.raises(ComposeError) as error:
+        compose_for(run, kind)
+    return str(error.value)
+
+
+def test_a_node_kind_the_release_publishes_no_image_for_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = find_run("Qwen3-32B-W8A8-single-a2", TAG)
+    data = release(TAG)
+    # The release with its A2 image taken away.
+    a3_only = data.model_copy(
+        update={"images": data.images.model_copy(update={"tags": {"A3": data.images.tags["A3"]}})}
+    )
+    monkeypatch.setattr("ray_serve_npu.model_compose.release", lambda tag: a3_only)
+    assert "publishes no image for node kind 'A2'" in _message(run, None)
 
 
 @pytest.mark.parametrize("recipe", ["docker-compose.yaml", "docker-compose-a3.yaml"])

@@ -114,15 +114,16 @@ def test_a_made_up_record_reads_with_its_counts_days_and_errors() -> None:
             "date": "2026-12-03",
             "answered": False,
             "error": "no end within 900 s",
-            "compose": {"answered": False, "error": "no end within 900 s"},
+            "compose": {"date": "2026-12-05", "answered": False, "error": "no end"},
         },
     ]
     record = {**RECORD, "dry_runs": rows}
     words = TEXTS["en"]
     sentence = summary(record, words)
-    assert sentence.startswith("Between 2026-12-01 and 2026-12-03, ")
+    # The days of either path count: a Compose dry-run ran on the 5th.
+    assert sentence.startswith("Between 2026-12-01 and 2026-12-05, ")
     assert "one run of each of the 3 models" in sentence and ": 1 answered" in sentence
-    assert "for each of the 2 runs of one node as well" in sentence
+    assert "for each of the 2 runs it writes one for" in sentence
     assert sentence.endswith("container: 1 answered.")
     assert result(rows[1]["compose"], words) == "no Compose file: B spans 2 nodes"
     assert result(rows[0], words) == "served `a`, answered a chat request (61 s)"

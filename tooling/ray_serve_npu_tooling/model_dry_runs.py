@@ -99,9 +99,9 @@ def _refused(run: ServeRun) -> bool:
 
 
 def command_for(run: ServeRun) -> list[str]:
-    """The reader's command, from ``recipes/``: the run on its nodes of its kind (A2 where
-    neither its config nor the CI's schedule names one; the tier gives each node the NPUs
-    of its kind)."""
+    """The reader's command, from ``recipes/``: the run on its nodes of the kind its name
+    gives (A2 where its name gives none, even where the CI's schedule names one; the tier
+    gives each node the NPUs of its kind)."""
     return [
         "ray-serve-npu",
         "dry-run",
@@ -202,6 +202,11 @@ def _run_to_end(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[str, s
         )
 
 
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exited with {done.returncode} and no error line"
+
+
 def dry_run(run: ServeRun, cache: Path, path: str) -> dict[str, Any]:
     """Dry-run ``run`` on ``path`` as the models page tells a reader to, with its weights'
     folder: its fields of the record (``path`` "compose": the value of its ``compose``)."""
@@ -234,7 +239,7 @@ def dry_run(run: ServeRun, cache: Path, path: str) -> dict[str, Any]:
                 )
                 if written.returncode == 0
                 # serve_model.py refused to write it: its last line says why.
-                else ("", f"{_ERROR_PREFIX}{written.stderr.strip().splitlines()[-1]}", 1)
+                else ("", f"{_ERROR_PREFIX}{_last_line(written)}", 1)
             )
         field = _COMPOSE_STAND_IN_FIELD
     else:

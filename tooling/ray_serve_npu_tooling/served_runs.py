@@ -3,7 +3,7 @@
 ``tests/fake_tier/test_fake_npu_serve_model.py`` serves the Ray Serve LLM ones together,
 as one app of ``serve_model.py RUN RUN``, and dry-runs the Compose file that
 ``serve_model.py --compose RUN`` writes for the Compose one; the models page marks each
-as served there and every other run as checked without an engine.
+as served there.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ FAKE_TIER_SERVED_RUNS: dict[str, str] = {
 #: The run whose Compose file the tier dry-runs, by its class: the class with latent
 #: attention, whose one family's runs (DeepSeek-R1) are data parallel, an app of their own
 #: that can't join the one above. Its Compose file's dry-run took 59 s in the dry-run of
-#: every model (``ray_serve_npu_tooling.model_dry_runs``), against about 95 s for a
-#: Ray Serve LLM app of its own, which the fake-NPU tier's budget has no room for.
+#: every model (``ray_serve_npu_tooling.model_dry_runs``), against 103 s there for its
+#: Ray Serve LLM app, which the fake-NPU tier's budget has no room for.
 FAKE_TIER_COMPOSE_RUN: tuple[str, str] = ("mla-moe", "DeepSeek-R1-0528-W8A8-single")
 
 
